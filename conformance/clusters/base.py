@@ -1,0 +1,57 @@
+"""What every cluster provider offers the suite: one interface, three providers."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client
+
+from conformance.clusters.kubeconfig import api_client
+
+
+@dataclass(frozen=True)
+class CallbackAddress:
+    """How the API server reaches a server the suite runs on this machine (webhooks, APIs).
+
+    `host` is the address the suite's server binds and names in its certificate; the API server
+    dials it. None when the cluster cannot call back to this machine.
+    """
+
+    host: str
+
+
+class Cluster(ABC):
+    """A real Kubernetes API server the suite may use."""
+
+    #: "local", "kind" or "existing"; printed and written into the report
+    provider: str
+    #: True when the suite created the cluster and may install cluster-wide objects freely
+    owned: bool
+
+    @property
+    @abstractmethod
+    def kubeconfig(self) -> Path: ...
+
+    @property
+    @abstractmethod
+    def callback(self) -> CallbackAddress | None:
+        """Where the API server can reach servers on this machine, if anywhere."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Release what the provider started (idempotent)."""
+
+    def check_health(self) -> None:  # noqa: B027 - providers that run nothing keep this no-op
+        """Raise with a clear message when a part the provider runs has died."""
+
+    def api_client(self) -> client.ApiClient:
+        return api_client(self.kubeconfig)
+
+    def server_version(self) -> str:
+        with self.api_client() as api:
+            return client.VersionApi(api).get_code().git_version
+
+    def describe(self) -> str:
+        return f"{self.provider} cluster (kubeconfig {self.kubeconfig})"

@@ -1,0 +1,263 @@
+"""The local provider: real etcd, kube-apiserver and kube-controller-manager as child processes.
+
+Like controller-runtime's envtest, plus kube-controller-manager (namespaces finish deleting,
+garbage collection runs) and the front proxy (aggregated APIs work). Everything listens on
+127.0.0.1 on free ports; state lives in a temporary directory removed on stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import ssl
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from conformance.clusters import pki
+from conformance.clusters.base import CallbackAddress, Cluster
+from conformance.clusters.binaries import Binaries
+from conformance.clusters.kubeconfig import render_kubeconfig
+from conformance.clusters.processes import ChildDied, ManagedProcess
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+SERVICE_CIDR = "10.0.0.0/24"
+FRONT_PROXY_CLIENT = "front-proxy-client"
+START_TIMEOUT = 90.0
+# Controllers that act on API objects alone: no nodes, kubelets or clouds here.
+CONTROLLERS = (
+    "namespace",
+    "garbage-collector",
+    "serviceaccount",
+    "serviceaccount-token",
+    "root-ca-certificate-publisher",
+    "resourcequota",
+    "deployment",
+    "replicaset",
+    "job",
+)
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not start; the message says which part and why."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+class LocalControlPlane(Cluster):
+    """A control plane of real processes on this machine."""
+
+    provider = "local"
+    owned = True
+
+    def __init__(self, binaries: Binaries, base_dir: Path | None = None) -> None:
+        self.binaries = binaries
+        self.dir = Path(tempfile.mkdtemp(prefix="convoy-local-", dir=base_dir))
+        self.processes: list[ManagedProcess] = []
+        self.apiserver_port = 0
+        self._kubeconfig = self.dir / "admin.kubeconfig"
+
+    # -- Cluster interface -------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self._kubeconfig
+
+    @property
+    def callback(self) -> CallbackAddress:
+        return CallbackAddress(host=LOOPBACK)
+
+    @property
+    def server(self) -> str:
+        return f"https://{LOOPBACK}:{self.apiserver_port}"
+
+    def describe(self) -> str:
+        return f"local control plane {self.binaries.kubernetes_version} at {self.server}"
+
+    def check_health(self) -> None:
+        for process in self.processes:
+            process.check()
+
+    def process(self, name: str) -> ManagedProcess:
+        return next(p for p in self.processes if p.name == name)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> LocalControlPlane:
+        """Start etcd, then the API server, then the controller manager; wait until ready."""
+        started = time.monotonic()
+        try:
+            self._write_pki()
+            self._start_etcd()
+            self._start_apiserver()
+            self._wait_ready()
+            self._start_controller_manager()
+        except BaseException:
+            self.stop()
+            raise
+        log.info("%s ready in %.1f s", self.describe(), time.monotonic() - started)
+        return self
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- parts -------------------------------------------------------------------------------
+    def _write_pki(self) -> None:
+        pki_dir = self.dir / "pki"
+        pki_dir.mkdir()
+        ca = pki.new_ca("convoy-local-ca")
+        front_proxy_ca = pki.new_ca("convoy-local-front-proxy-ca")
+        serving = pki.issue(
+            ca,
+            "kube-apiserver",
+            dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+            ip_addresses=(LOOPBACK, "10.0.0.1"),
+            server=True,
+        )
+        admin = pki.issue(ca, "convoy-admin", organizations=("system:masters",), client=True)
+        proxy_client = pki.issue(front_proxy_ca, FRONT_PROXY_CLIENT, client=True)
+        self.ca_path, _ = ca.write(pki_dir, "ca")
+        self.front_proxy_ca_path, _ = front_proxy_ca.write(pki_dir, "front-proxy-ca")
+        self.serving = serving.write(pki_dir, "apiserver")
+        self.admin = admin.write(pki_dir, "admin")
+        self.proxy_client = proxy_client.write(pki_dir, "front-proxy-client")
+        self.sa_key, self.sa_pub = pki.write_signing_key(pki_dir, "service-account")
+
+    def _spawn(self, name: str, argv: list[str]) -> ManagedProcess:
+        process = ManagedProcess(name, argv, self.dir / f"{name}.log")
+        process.start()
+        self.processes.append(process)
+        return process
+
+    def _start_etcd(self) -> None:
+        self.etcd_port, peer_port = free_port(), free_port()
+        client_url, peer_url = (
+            f"http://{LOOPBACK}:{self.etcd_port}",
+            f"http://{LOOPBACK}:{peer_port}",
+        )
+        self._spawn(
+            "etcd",
+            [
+                str(self.binaries.etcd),
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls={client_url}",
+                f"--advertise-client-urls={client_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+
+    def _start_apiserver(self) -> None:
+        self.apiserver_port = free_port()
+        serving_cert, serving_key = self.serving
+        proxy_cert, proxy_key = self.proxy_client
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries.kube_apiserver),
+                f"--etcd-servers=http://{LOOPBACK}:{self.etcd_port}",
+                f"--secure-port={self.apiserver_port}",
+                f"--bind-address={LOOPBACK}",
+                f"--advertise-address={LOOPBACK}",
+                f"--cert-dir={self.dir / 'apiserver-certs'}",
+                f"--tls-cert-file={serving_cert}",
+                f"--tls-private-key-file={serving_key}",
+                f"--client-ca-file={self.ca_path}",
+                "--authorization-mode=RBAC",
+                f"--service-account-key-file={self.sa_pub}",
+                f"--service-account-signing-key-file={self.sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                # The front proxy: the aggregator presents this client certificate to
+                # aggregated API servers, which verify it against the requestheader CA.
+                f"--requestheader-client-ca-file={self.front_proxy_ca_path}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={proxy_cert}",
+                f"--proxy-client-key-file={proxy_key}",
+                # No kubelets and no real endpoints here: keep the kubernetes Service's
+                # endpoints unmanaged instead of publishing a loopback address.
+                "--endpoint-reconciler-type=none",
+            ],
+        )
+        admin_cert, admin_key = self.admin
+        self._kubeconfig.write_text(
+            render_kubeconfig(
+                self.server,
+                self.ca_path.read_bytes(),
+                admin_cert.read_bytes(),
+                admin_key.read_bytes(),
+            )
+        )
+
+    def _start_controller_manager(self) -> None:
+        port = free_port()
+        process = self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.binaries.kube_controller_manager),
+                f"--kubeconfig={self._kubeconfig}",
+                f"--authentication-kubeconfig={self._kubeconfig}",
+                f"--authorization-kubeconfig={self._kubeconfig}",
+                f"--secure-port={port}",
+                f"--bind-address={LOOPBACK}",
+                f"--cert-dir={self.dir / 'kcm-certs'}",
+                "--leader-elect=false",
+                f"--service-account-private-key-file={self.sa_key}",
+                f"--root-ca-file={self.ca_path}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--use-service-account-credentials=false",
+                # Only the controllers that act on API objects alone; no nodes or clouds here.
+                "--controllers=" + ",".join(f"{name}-controller" for name in CONTROLLERS),
+            ],
+        )
+        # Its serving certificate is self-signed; only liveness is asked of it here.
+        insecure = ssl._create_unverified_context()
+        self._wait_https_ok(process, f"https://{LOOPBACK}:{port}/healthz", insecure)
+
+    def _wait_ready(self) -> None:
+        context = ssl.create_default_context(cafile=str(self.ca_path))
+        context.load_cert_chain(*map(str, self.admin))
+        self._wait_https_ok(self.process("kube-apiserver"), f"{self.server}/readyz", context)
+
+    def _wait_https_ok(self, process: ManagedProcess, url: str, context: ssl.SSLContext) -> None:
+        """Poll `url` until it answers 200, failing fast when any child dies."""
+        deadline = time.monotonic() + START_TIMEOUT
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            try:
+                self.check_health()
+            except ChildDied as died:
+                raise ControlPlaneError(str(died)) from None
+            try:
+                with urllib.request.urlopen(url, context=context, timeout=5):
+                    return
+            except (urllib.error.URLError, OSError) as error:
+                last_error = str(error)
+            time.sleep(0.1)
+        raise ControlPlaneError(
+            f"{process.name} not ready after {START_TIMEOUT:.0f} s ({url}: {last_error}); "
+            f"last lines of its log:\n{process.tail()}"
+        )

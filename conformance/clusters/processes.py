@@ -1,0 +1,84 @@
+"""Child processes that never outlive the test run and never fail silently."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ChildDied(RuntimeError):
+    """A managed child exited while it was needed; the message names it and shows its log."""
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills the child when the process that started it dies (also SIGKILL)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class ManagedProcess:
+    """One child process with its log file; stopped with SIGTERM, then SIGKILL."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    env: dict[str, str] | None = None
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                preexec_fn=_die_with_parent,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None, f"{self.name} was never started"
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+    def check(self) -> None:
+        """Raise ChildDied when the child has exited."""
+        if self.popen is not None and self.popen.poll() is not None:
+            raise ChildDied(
+                f"{self.name} (pid {self.popen.pid}) exited with code {self.popen.returncode}; "
+                f"last lines of {self.log_path}:\n{self.tail()}"
+            )
+
+    def stop(self, grace: float = 10.0) -> None:
+        if not self.alive():
+            return
+        assert self.popen is not None
+        self.popen.terminate()
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+def kill_now(process: ManagedProcess) -> None:
+    """SIGKILL, for tests that check how a crash is reported."""
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.popen is not None
+    process.popen.wait()

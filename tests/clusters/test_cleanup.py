@@ -1,0 +1,95 @@
+"""The session fixtures clean up after failing and interrupted runs."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from conformance.clusters.base import Cluster
+from conformance.plugin import RUN_LABEL, sweep_namespaces
+from tests.helpers import namespace_deleted, pid_running, wait_until
+
+FAILING_TEST = """
+    from pathlib import Path
+
+    def test_fails_while_holding_a_namespace(namespace):
+        Path("namespace.txt").write_text(namespace)
+        assert False, "this test fails on purpose"
+"""
+
+BLOCKING_TEST = """
+    import json, time
+    from pathlib import Path
+
+    def test_blocks_until_interrupted(cluster):
+        pids = [process.pid for process in cluster.processes]
+        Path("pids.json").write_text(json.dumps(pids))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+"""
+
+
+def inner_run(directory: Path, source: str, *args: str) -> subprocess.Popen[str]:
+    (directory / "test_inner.py").write_text(textwrap.dedent(source))
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "test_inner.py", "-p", "no:cacheprovider", *args],
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_a_failing_test_still_has_its_namespace_deleted(
+    tmp_path: Path, cluster: Cluster, k8s: client.ApiClient
+) -> None:
+    run = inner_run(
+        tmp_path, FAILING_TEST, "--cluster=existing", f"--kubeconfig={cluster.kubeconfig}"
+    )
+    output, _ = run.communicate(timeout=120)
+    assert run.returncode == 1, output
+    assert "1 failed" in output
+    name = (tmp_path / "namespace.txt").read_text()
+    core = client.CoreV1Api(k8s)
+    wait_until(lambda: namespace_deleted(core, name), 30, f"namespace {name} to be deleted")
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_an_interrupted_run_leaves_no_control_plane_process(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    run = inner_run(tmp_path, BLOCKING_TEST, "--cluster=local", "-s")
+    pids_file = tmp_path / "pids.json"
+    try:
+        wait_until(pids_file.exists, 120, "the inner run's control plane")
+        pids = json.loads(pids_file.read_text())
+        assert pids and all(map(pid_running, pids))
+        run.send_signal(how)
+        run.communicate(timeout=60)
+        took = wait_until(
+            lambda: not any(map(pid_running, pids)), 30, "the control plane processes to exit"
+        )
+        print(f"all {len(pids)} children gone {took:.2f} s after the run ended ({how.name})")
+    finally:
+        run.kill()
+        run.wait()
+
+
+def test_sweep_removes_what_a_crashed_run_left(
+    tmp_path: Path, cluster: Cluster, k8s: client.ApiClient
+) -> None:
+    """A namespace labelled with a run ID is swept when that run's session ends."""
+    core = client.CoreV1Api(k8s)
+    core.create_namespace(
+        {"metadata": {"name": "left-by-a-crash", "labels": {RUN_LABEL: "crashed-run"}}}
+    )
+    sweep_namespaces(cluster, "crashed-run")
+    assert namespace_deleted(core, "left-by-a-crash")

@@ -1,0 +1,38 @@
+"""Helpers shared by the project's own tests."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import pytest
+from kubernetes import client
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:
+    """Poll `check` until it holds; return the seconds it took, or fail naming `what`."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def namespace_deleted(core: client.CoreV1Api, name: str) -> bool:
+    """Deleted, or on its way: the namespace controller finishes the rest."""
+    try:
+        return core.read_namespace(name).metadata.deletion_timestamp is not None
+    except client.ApiException as error:
+        if error.status == 404:
+            return True
+        raise
