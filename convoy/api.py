@@ -72,9 +72,15 @@ TRANSIENT = frozenset(
     }
 )
 
-#: Holds reset the failure count like a success does.
+#: Holds (pinned, or waiting) reset the failure count like a success does.
 HOLDS = frozenset(
-    {Reason.PINNED, Reason.WAITING_FOR_WAVE, Reason.WAITING_FOR_HOOKS, Reason.WAITING_FOR_HEALTH}
+    {
+        Reason.PINNED,
+        Reason.WAITING_FOR_SYNC,
+        Reason.WAITING_FOR_WAVE,
+        Reason.WAITING_FOR_HOOKS,
+        Reason.WAITING_FOR_HEALTH,
+    }
 )
 
 

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from conformance.clusters.base import Cluster
-from conformance.plugin import RUN_LABEL, sweep_namespaces
+from conformance.namespaces import RUN_LABEL, sweep_namespaces
 from tests.helpers import namespace_deleted, pid_running, wait_until
 
 FAILING_TEST = """

@@ -1,0 +1,83 @@
+"""The controller under test when the suite runs it on this machine (the local provider).
+
+The reference controller runs as a host process from the same entry point and flags as its
+container. A mutant (mutants/) is the same process with one rule broken, selected by an
+environment variable that only the mutant runner sets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.clusters.local import free_port
+from conformance.clusters.processes import ChildDied, ManagedProcess
+
+READY_TIMEOUT = 30.0
+#: Set only by the suite when it runs a mutant; the reference controller never reads it.
+MUTANT_VARIABLE = "CONVOY_MUTANT"
+
+
+@dataclass
+class HostController:
+    """`python -m convoy` against a kubeconfig, with its log kept for diagnostics."""
+
+    kubeconfig: Path
+    log_path: Path
+    resync: float
+    namespace: str | None = None
+    #: a mutant of mutants/ to run instead of the reference controller
+    mutant: str | None = None
+    process: ManagedProcess | None = None
+
+    def argv(self, health_port: int) -> list[str]:
+        argv = [
+            sys.executable,
+            "-m",
+            "mutants" if self.mutant else "convoy",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--resync={self.resync:g}s",
+            f"--health-port={health_port}",
+            "--metrics-port=0",
+        ]
+        return argv + ([f"--namespace={self.namespace}"] if self.namespace else [])
+
+    def start(self) -> HostController:
+        port = free_port()
+        env = {**os.environ, MUTANT_VARIABLE: self.mutant} if self.mutant else None
+        self.process = ManagedProcess("convoy controller", self.argv(port), self.log_path, env)
+        self.process.start()
+        self._wait_ready(f"http://127.0.0.1:{port}/readyz")
+        return self
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def check(self) -> None:
+        if self.process:
+            self.process.check()
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def _wait_ready(self, url: str) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            self.process.check()
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.05)
+        raise ChildDied(f"controller not ready after {READY_TIMEOUT:.0f} s:\n{self.process.tail()}")

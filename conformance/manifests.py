@@ -1,0 +1,55 @@
+"""Applying the repository's manifests (CRDs, test-only CRDs) with server-side apply."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, dynamic
+
+FIELD_MANAGER = "convoy-conformance"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MANIFESTS = REPO_ROOT / "manifests"
+ESTABLISH_TIMEOUT = 30.0
+
+
+def load(directory: Path) -> list[dict[str, Any]]:
+    """The objects of the files a kustomization lists (resources only: no patches here)."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    objects: list[dict[str, Any]] = []
+    for name in kustomization["resources"]:
+        objects += [doc for doc in yaml.safe_load_all((directory / name).read_text()) if doc]
+    return objects
+
+
+def apply(api: client.ApiClient, objects: list[dict[str, Any]]) -> None:
+    """Server-side apply each object, then wait until every CRD among them is Established."""
+    resources = dynamic.DynamicClient(api).resources
+    for obj in objects:
+        resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        resource.server_side_apply(
+            body=obj,
+            name=obj["metadata"]["name"],
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
+    crds = [o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"]
+    wait_established(api, crds)
+
+
+def wait_established(api: client.ApiClient, names: list[str]) -> None:
+    extensions = client.ApiextensionsV1Api(api)
+    deadline = time.monotonic() + ESTABLISH_TIMEOUT
+    for name in names:
+        while not _established(extensions.read_custom_resource_definition(name)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} not Established after {ESTABLISH_TIMEOUT:.0f} s")
+            time.sleep(0.1)
+
+
+def _established(crd: Any) -> bool:
+    conditions = (crd.status and crd.status.conditions) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)

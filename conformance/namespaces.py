@@ -1,0 +1,36 @@
+"""Namespaces the suite creates: named after their test, labelled with the run, always removed."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from kubernetes import client
+
+from conformance.clusters.base import Cluster
+
+RUN_LABEL = "conformance.convoy.kumodo.io/run"
+
+
+def namespace_name(test_name: str) -> str:
+    """A DNS label from the test's name plus a random suffix: readable and unique."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
+    return f"t-{slug[:48].rstrip('-')}-{secrets.token_hex(3)}"
+
+
+def delete_namespace(core: client.CoreV1Api, name: str) -> None:
+    """Start the deletion; the namespace controller finishes it without the test waiting."""
+    try:
+        core.delete_namespace(name)
+    except client.ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def sweep_namespaces(cluster: Cluster, run_id: str) -> None:
+    """Delete whatever namespaces of this run a failing test or a crash left behind."""
+    with cluster.api_client() as api:
+        core = client.CoreV1Api(api)
+        leftovers = core.list_namespace(label_selector=f"{RUN_LABEL}={run_id}").items
+        for leftover in leftovers:
+            delete_namespace(core, leftover.metadata.name)

@@ -1,0 +1,246 @@
+"""Building and driving Releases through the Kubernetes API, and reading what the controller did.
+
+An App is a Release with its own source ConfigMap that renders one ConfigMap (its "content").
+The controller is the only writer of that rendered object, so every create or update of it that
+the witness records is an apply attempt or a pre-apply dry run of the controller; the suite's
+own writes (drift) carry the field manager SUITE_MANAGER and are left out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+from kubernetes import client, dynamic
+
+from conformance.timing import Timing
+from conformance.witness import Attempt, Recorder
+
+GROUP = "convoy.kumodo.io"
+API_VERSION = f"{GROUP}/v1alpha1"
+SYNC_REQUESTED_AT = f"{GROUP}/sync-requested-at"
+SYNC_FORCE_REQUESTED_AT = f"{GROUP}/sync-force-requested-at"
+SUITE_MANAGER = "convoy-conformance"
+POLL = 0.05
+
+Obj = dict[str, Any]
+
+
+def rfc3339(moment: datetime) -> str:
+    """Microsecond precision and a Z, as the /sync endpoint writes it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def condition(release: Obj, kind: str = "Applied") -> Obj | None:
+    conditions = (release.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == kind), None)
+
+
+def content_object(name: str, content: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name},
+        "data": {"content": content},
+    }
+
+
+@dataclass
+class Releases:
+    """Releases and their sources in the test's namespace."""
+
+    api: client.ApiClient
+    namespace: str
+    recorder: Recorder
+    timing: Timing
+
+    def __post_init__(self) -> None:
+        resources = dynamic.DynamicClient(self.api).resources
+        self.resource = resources.get(api_version=API_VERSION, kind="Release")
+        self.core = client.CoreV1Api(self.api)
+
+    def app(
+        self,
+        name: str,
+        *,
+        sync_policy: Obj | None = None,
+        content: str = "v1",
+        annotations: dict[str, str] | None = None,
+        **spec: Any,
+    ) -> App:
+        """Create the source, then the Release (so the first reconcile finds its source)."""
+        created = App(self, name)
+        created.set_content(content)
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Release",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"source": {"name": created.source_name}, **spec},
+        }
+        if sync_policy is not None:
+            body["spec"]["syncPolicy"] = sync_policy
+        self.resource.create(body=body, namespace=self.namespace)
+        return created
+
+
+@dataclass
+class App:
+    releases: Releases
+    name: str
+
+    @property
+    def source_name(self) -> str:
+        return f"{self.name}-source"
+
+    @property
+    def object_name(self) -> str:
+        """The rendered object: only the controller writes it."""
+        return f"{self.name}-content"
+
+    @property
+    def namespace(self) -> str:
+        return self.releases.namespace
+
+    # -- the source (changing it starts no reconcile) ----------------------------------------
+    def set_content(self, content: str, *, extra: list[Obj] | None = None) -> None:
+        objects = [content_object(self.object_name, content), *(extra or [])]
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": self.source_name},
+            "data": {"manifests.yaml": yaml.safe_dump_all(objects, sort_keys=True)},
+        }
+        core = self.releases.core
+        try:
+            core.replace_namespaced_config_map(self.source_name, self.namespace, body)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+            core.create_namespaced_config_map(self.namespace, body)
+
+    # -- the Release -------------------------------------------------------------------------
+    def get(self) -> Obj:
+        return self.releases.resource.get(name=self.name, namespace=self.namespace).to_dict()
+
+    def patch(self, body: Obj, *, subresource: str | None = None) -> Obj:
+        resource = self.releases.resource
+        target = resource.status if subresource == "status" else resource
+        return target.patch(
+            name=self.name,
+            namespace=self.namespace,
+            body=body,
+            content_type="application/merge-patch+json",
+        ).to_dict()
+
+    def annotate(self, annotations: dict[str, str | None]) -> Obj:
+        return self.patch({"metadata": {"annotations": annotations}})
+
+    def request_sync(self, at: datetime | None = None, *, force: bool = False) -> str:
+        """Write the /sync annotations as the endpoint does; return the time written."""
+        written = rfc3339(at or datetime.now(UTC))
+        annotations = {SYNC_REQUESTED_AT: written}
+        if force:
+            annotations[SYNC_FORCE_REQUESTED_AT] = written
+        self.annotate(annotations)
+        return written
+
+    def status(self) -> Obj:
+        return self.get().get("status") or {}
+
+    def wait_for(
+        self, predicate: Callable[[Obj], bool], what: str, timeout: float | None = None
+    ) -> Obj:
+        """Poll the Release until `predicate(release)` holds; fail naming `what`."""
+        limit = self.releases.timing.reconcile if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            release = self.get()
+            if predicate(release):
+                return release
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"Release {self.namespace}/{self.name}: no {what} after {limit:g} s; "
+                    f"Applied is {condition(release)}"
+                )
+            time.sleep(POLL)
+
+    def wait_applied(self, status: str, reason: str, timeout: float | None = None) -> Obj:
+        """Wait until the Applied condition has `status` and `reason`."""
+
+        def holds(release: Obj) -> bool:
+            applied = condition(release)
+            return bool(applied and (applied["status"], applied["reason"]) == (status, reason))
+
+        return self.wait_for(holds, f"Applied={status} with reason {reason}", timeout)
+
+    # -- the rendered object -------------------------------------------------------------------
+    def live_object(self) -> Obj | None:
+        try:
+            found = self.releases.core.read_namespaced_config_map(self.object_name, self.namespace)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return self.releases.api.sanitize_for_serialization(found)
+
+    def drift(self, content: str = "drifted") -> None:
+        """Change the rendered object behind the controller's back."""
+        self.releases.core.patch_namespaced_config_map(
+            self.object_name,
+            self.namespace,
+            {"data": {"content": content}},
+            field_manager=SUITE_MANAGER,
+        )
+
+    def attempts(self, *, since: float | None = None, dry_run: bool | None = None) -> list[Attempt]:
+        """The controller's writes of the rendered object: applies, or dry runs."""
+        return self.releases.recorder.attempts(
+            since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
+        )
+
+    def wait_attempts(
+        self,
+        count: int = 1,
+        *,
+        since: float | None = None,
+        dry_run: bool | None = False,
+        timeout: float | None = None,
+    ) -> list[Attempt]:
+        return self.releases.recorder.wait_for(
+            count=count,
+            since=since,
+            name=self.object_name,
+            dry_run=dry_run,
+            where=not_by_suite,
+            timeout=self.releases.timing.reconcile if timeout is None else timeout,
+        )
+
+    def quiet(
+        self, seconds: float, *, since: float | None = None, dry_run: bool | None = None
+    ) -> list[Attempt]:
+        """Watch `seconds` for controller writes of the rendered object; return any seen."""
+        return self.releases.recorder.quiet(
+            seconds, since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
+        )
+
+    def deny_applies(self, times: int | None = None) -> None:
+        """Make the next apply attempts fail (not the dry runs): DeployFailed on demand."""
+        self.releases.recorder.deny(
+            times=times,
+            name=self.object_name,
+            dry_run=False,
+            where=not_by_suite,
+            message="apply refused for the test",
+        )
+
+
+def not_by_suite(attempt: Attempt) -> bool:
+    return attempt.field_manager != SUITE_MANAGER

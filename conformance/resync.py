@@ -1,0 +1,101 @@
+"""The controller's resync ticks, learned from a sentinel Release, to keep quiet periods clean.
+
+A resync reconciles every Release at once, so in a check that nothing starts a reconcile it
+would look like a violation. The sentinel is an automatic Release in a namespace of its own
+that nothing else touches: after its first reconcile (its creation), every apply attempt of it
+is a resync tick. Knowing the last tick and the period, `quiet_slot` starts a quiet period only
+where no tick can fall into it, instead of excusing attempts that happen to coincide with one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from kubernetes import client
+
+from conformance.namespaces import RUN_LABEL, delete_namespace
+from conformance.releases import App, Releases
+from conformance.timing import Timing
+from conformance.witness import Witness, WitnessTimeout
+
+log = logging.getLogger("conformance")
+
+
+class ResyncClock:
+    def __init__(
+        self, api: client.ApiClient, witness: Witness, period: float, timing: Timing, run_id: str
+    ) -> None:
+        self._api = api
+        self._witness = witness
+        self.period = period
+        self._timing = timing
+        self._run_id = run_id
+        self.namespace = f"convoy-resync-sentinel-{run_id}"
+        self._sentinel: App | None = None
+        self._created_at = 0.0
+        # A tick reconciles every Release in the cluster; give the burst time to drain.
+        self.settle = timing.tolerance + 1.0
+
+    def __enter__(self) -> ResyncClock:
+        core = client.CoreV1Api(self._api)
+        core.create_namespace(
+            {"metadata": {"name": self.namespace, "labels": {RUN_LABEL: self._run_id}}}
+        )
+        self._recorder = self._witness.watch(self.namespace)
+        releases = Releases(self._api, self.namespace, self._recorder, self._timing)
+        self._sentinel = releases.app("sentinel", sync_policy={"automatic": True})
+        self._created_at = self._sentinel.wait_attempts()[0].at
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._recorder.close()
+        delete_namespace(client.CoreV1Api(self._api), self.namespace)
+
+    def ticks(self) -> list[float]:
+        """Times of the resync reconciles seen so far."""
+        assert self._sentinel is not None
+        return [a.at for a in self._sentinel.attempts(dry_run=False) if a.at > self._created_at]
+
+    def wait_tick(self, *, after: float) -> float | None:
+        """The first tick after `after`, waiting up to a period; None when none comes."""
+        assert self._sentinel is not None
+        limit = self.period + self._timing.slack(self.period) - (time.monotonic() - after)
+        try:
+            found = self._sentinel.wait_attempts(since=after, timeout=max(limit, 0.0))
+        except WitnessTimeout:
+            return None
+        return found[0].at
+
+    def next_tick(self, now: float) -> float | None:
+        """When the next tick is due, from the last one seen; None before the first."""
+        seen = self.ticks()
+        if not seen:
+            return None
+        return seen[-1] + math.ceil((now - seen[-1]) / self.period) * self.period
+
+    def quiet_slot(self, length: float) -> None:
+        """Return when a period of `length` seconds free of resync ticks starts now."""
+        guard = self._timing.tolerance  # timer jitter around the predicted tick
+        if length + guard + self.settle > self.period:
+            raise ValueError(
+                f"a quiet period of {length:g} s cannot fit between resync ticks "
+                f"{self.period:g} s apart; raise --timing controller_resync or lower quiet"
+            )
+        now = time.monotonic()
+        due = self.next_tick(now)
+        if due is None:
+            tick = self.wait_tick(after=self._created_at)
+            if tick is None:
+                log.warning(
+                    "no resync tick within %g s: quiet periods are not aligned", self.period
+                )
+                return
+            due = tick + self.period
+        if now + length + guard < due:
+            return
+        tick = self.wait_tick(after=due - guard)
+        settled = (tick or due) + self.settle
+        # The settle period, a named wait: the reconciles of a resync burst drain first.
+        time.sleep(max(settled - time.monotonic(), 0.0))

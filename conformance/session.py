@@ -1,0 +1,68 @@
+"""A run's cluster: which provider, started how, shared how.
+
+Under pytest-xdist the local provider starts one control plane per worker: each worker owns
+its child processes outright (they die with it), and a start costs seconds. kind and existing
+clusters are shared by the workers; kind is created under a file lock and deleted once, by the
+process that ran the session (conformance.plugin.pytest_sessionfinish).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import filelock
+import pytest
+
+from conformance.clusters import binaries
+from conformance.clusters.base import Cluster
+from conformance.clusters.existing import ExistingCluster
+from conformance.clusters.kind import KindProvider
+from conformance.clusters.local import LocalControlPlane
+from conformance.clusters.select import Choice, choose
+from conformance.timing import Timing
+
+XDIST_WORKER = "workerinput"
+RUN_ID = pytest.StashKey[str]()
+CHOICE = pytest.StashKey[Choice]()
+TIMING = pytest.StashKey[Timing]()
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, XDIST_WORKER)
+
+
+def provider_choice(config: pytest.Config) -> Choice:
+    """Decided once per run (the xdist controller decides for its workers), then cached."""
+    if CHOICE not in config.stash:
+        option = config.getoption
+        config.stash[CHOICE] = choose(
+            option("cluster"), kubeconfig=option("kubeconfig"), kind_image=option("kind_image")
+        )
+    return config.stash[CHOICE]
+
+
+def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
+    return KindProvider(
+        config.getoption("cluster_name"),
+        image=config.getoption("kind_image"),
+        kind_bin=config.getoption("kind_bin"),
+        kubectl_bin=config.getoption("kind_kubectl_bin"),
+        keep=keep,
+    )
+
+
+def start_cluster(config: pytest.Config) -> Cluster:
+    option = config.getoption
+    choice = provider_choice(config)
+    if choice.provider == "local":
+        found = binaries.resolve(option("kube_version"), option("etcd_version"))
+        return LocalControlPlane(found).start()
+    if choice.provider == "existing":
+        return ExistingCluster(Path(option("kubeconfig")), option("callback_host"))
+    # Deleted once, by pytest_sessionfinish of the process that ran the session, because
+    # xdist workers share the cluster.
+    kind = kind_provider(config, keep=True)
+    lock = Path(tempfile.gettempdir()) / f"convoy-kind-{option('cluster_name')}.lock"
+    with filelock.FileLock(lock):
+        return kind.start()

@@ -1,0 +1,101 @@
+"""`python -m convoy`: the reference controller, as a host process or as the container command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from kubernetes import client, config
+
+from convoy.controller import Controller
+from convoy.durations import parse_duration
+
+log = logging.getLogger("convoy")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="convoy", description="The reference convoy controller.")
+    parser.add_argument("--kubeconfig", help="kubeconfig file; default: in-cluster configuration")
+    parser.add_argument(
+        "--resync",
+        default="2m",
+        type=parse_duration,
+        help="informer resync period (Go duration; default 2m)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="concurrent reconciles")
+    parser.add_argument("--namespace", help="watch only this namespace (default: all)")
+    parser.add_argument(
+        "--health-port", type=int, default=8081, help="port of /healthz and /readyz (0: off)"
+    )
+    parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (0: off)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def api_client(kubeconfig: str | None) -> client.ApiClient:
+    configuration = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+Route = Callable[[], tuple[bool, str]]
+
+
+def serve(port: int, routes: dict[str, Route]) -> None:
+    """A tiny HTTP server for probes and metrics, in a daemon thread."""
+    if not port:
+        return
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            answer = routes.get(self.path)
+            ok, body = answer() if answer else (False, "not found\n")
+            self.send_response(200 if ok else (404 if answer is None else 503))
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            """Probes are frequent; they are not news."""
+
+    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(message)s")
+    controller = Controller(
+        api_client(args.kubeconfig),
+        resync=args.resync,
+        workers=args.workers,
+        namespace=args.namespace,
+    )
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    controller.start()
+    serve(
+        args.health_port,
+        {
+            "/healthz": lambda: (True, "ok\n"),
+            "/readyz": lambda: (controller.informer.wait_synced(0), "ok\n"),
+        },
+    )
+    serve(args.metrics_port, {"/metrics": lambda: (True, controller.metrics())})
+    log.info("convoy controller started: resync %gs, %d workers", args.resync, args.workers)
+    done.wait()
+    controller.stop()
+    log.info("convoy controller stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""The release controller: informers feed a rate-limited work queue; workers reconcile.
+
+Requeue rules (docs/api-reference.md, "Requeue"): a transient failure is retried with the
+Release's retryBackoff, or the queue's default limiter, and keeps its failure count; a success
+or a hold forgets the count; with an interval, every outcome other than a transient failure
+schedules the next periodic reconcile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import Counter, defaultdict
+from typing import Any
+
+from kubernetes import client, dynamic
+
+from convoy import api
+from convoy.api import HOLDS
+from convoy.clock import Clock, RealClock
+from convoy.informer import Event, EventType, Informer, object_key
+from convoy.reconciler import Reconciler, Result
+from convoy.targets import Targets
+from convoy.triggers import release_trigger
+from convoy.workqueue import WorkQueue
+
+log = logging.getLogger("convoy")
+
+Obj = dict[str, Any]
+
+
+class Controller:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        resync: float,
+        workers: int,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock or RealClock()
+        self._stop = threading.Event()
+        self._workers = workers
+        self._dynamic = dynamic.DynamicClient(api_client)
+        self._releases = self._dynamic.resources.get(api_version=api.API_VERSION, kind="Release")
+        self.queue: WorkQueue[str] = WorkQueue(self._clock)
+        self._why: dict[str, set[str]] = defaultdict(set)
+        self._why_lock = threading.Lock()
+        self._reconciler = Reconciler(
+            client.CoreV1Api(api_client), Targets(api_client), self._clock
+        )
+        self.informer = Informer(self._releases, self._on_release, resync, self._stop, namespace)
+        self._outcomes: Counter[str] = Counter()
+
+    # -- events -> queue -----------------------------------------------------------------------
+    def _on_release(self, event: Event) -> None:
+        trigger = release_trigger(event)
+        key = object_key(event.new)
+        if event.type == EventType.DELETED:
+            self.queue.forget(key)
+        if trigger:
+            self.enqueue(key, trigger)
+
+    def enqueue(self, key: str, why: str) -> None:
+        with self._why_lock:
+            self._why[key].add(why)
+        self.queue.add(key)
+
+    # -- running -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.informer.start()
+        for number in range(self._workers):
+            threading.Thread(target=self._work, name=f"worker-{number}", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.shutdown()
+
+    def _work(self) -> None:
+        while (key := self.queue.get()) is not None:
+            try:
+                self._process(key)
+            except Exception:
+                log.exception("reconcile %s crashed; retrying with backoff", key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: str) -> None:
+        with self._why_lock:
+            why = sorted(self._why.pop(key, set())) or ["requeue"]
+        namespace, name = key.split("/", 1)
+        release = self._get(namespace, name)
+        if release is None:
+            self.queue.forget(key)
+            return
+        result = self._reconciler.reconcile(release)
+        self._write_status(release, result.status)
+        self._outcomes[result.outcome.reason.value] += 1
+        requeue = self._requeue(key, result)
+        outcome = result.outcome
+        log.info(
+            "reconcile %s triggers=%s %s -> %s (%s) %s",
+            key,
+            ",".join(why),
+            " ".join(result.notes),
+            outcome.reason,
+            outcome.message,
+            requeue,
+        )
+
+    def metrics(self) -> str:
+        """Prometheus text: reconciles by Applied reason, and the queue's length."""
+        lines = ["# TYPE convoy_reconciles_total counter"]
+        lines += [
+            f'convoy_reconciles_total{{reason="{reason}"}} {count}'
+            for reason, count in sorted(self._outcomes.items())
+        ]
+        lines += ["# TYPE convoy_workqueue_depth gauge"]
+        lines += [f"convoy_workqueue_depth {len(self.queue)}"]
+        return "\n".join(lines) + "\n"
+
+    def _get(self, namespace: str, name: str) -> Obj | None:
+        """Read fresh from the server: the cache may not have our own last status write yet."""
+        try:
+            return self._releases.get(namespace=namespace, name=name).to_dict()
+        except dynamic.exceptions.NotFoundError:
+            return None
+
+    def _write_status(self, release: Obj, status: Obj) -> None:
+        if status == (release.get("status") or {}):
+            return
+        meta = release["metadata"]
+        with contextlib.suppress(dynamic.exceptions.NotFoundError):  # deleted meanwhile
+            self._releases.status.patch(
+                namespace=meta["namespace"],
+                name=meta["name"],
+                body={"status": status},
+                content_type="application/merge-patch+json",
+            )
+
+    def _requeue(self, key: str, result: Result) -> str:
+        """Schedule the next reconcile by the requeue rules; return what was decided."""
+        reason, policy = result.outcome.reason, result.policy
+        if reason.transient:
+            limiter = policy.backoff.delay if policy and policy.backoff else None
+            delay = self.queue.add_rate_limited(key, limiter)
+            return f"retry {self.queue.num_requeues(key)} in {delay:.3f}s"
+        if result.outcome.applied or reason in HOLDS:
+            self.queue.forget(key)
+        if policy and policy.interval > 0:
+            self.queue.add_after(key, policy.interval)
+            return f"next in {policy.interval:g}s"
+        return "no periodic requeue"

@@ -1,0 +1,83 @@
+"""Reading a Release: its sync policy and its /sync requests, with clear errors for bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from convoy import synctime
+from convoy.api import Annotation, Reason
+from convoy.backoff import RetryBackoff
+from convoy.durations import parse_duration
+
+Obj = dict[str, Any]
+
+
+class SpecError(Exception):
+    """The Release cannot be read as written; not transient (the user must change it)."""
+
+    reason = Reason.INVALID_SPEC
+
+
+@dataclass(frozen=True)
+class SyncPolicy:
+    automatic: bool
+    interval: float
+    backoff: RetryBackoff | None
+
+    @classmethod
+    def of(cls, release: Obj) -> SyncPolicy:
+        """spec.syncPolicy; `automatic` unset means false, that is manual mode."""
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        try:
+            interval = parse_duration(spec["interval"]) if spec.get("interval") else 0.0
+            backoff = RetryBackoff.from_spec(spec.get("retryBackoff"))
+        except ValueError as error:
+            raise SpecError(f"spec.syncPolicy: {error}") from None
+        return cls(automatic=spec.get("automatic") is True, interval=interval, backoff=backoff)
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The /sync requests written on the Release and what status says was handled."""
+
+    sync_at: datetime | None
+    force_at: datetime | None
+    last_handled_sync: datetime | None
+    last_handled_force: datetime | None
+
+    @classmethod
+    def of(cls, release: Obj) -> Requests:
+        annotations = release["metadata"].get("annotations") or {}
+        status = release.get("status") or {}
+        return cls(
+            sync_at=_annotation_time(annotations, Annotation.SYNC_REQUESTED_AT),
+            force_at=_annotation_time(annotations, Annotation.SYNC_FORCE_REQUESTED_AT),
+            last_handled_sync=_status_time(status, "lastHandledSyncAt"),
+            last_handled_force=_status_time(status, "lastHandledForceSyncAt"),
+        )
+
+    @property
+    def sync_pending(self) -> bool:
+        """Manual mode: the annotation is later than lastHandledSyncAt, to the second."""
+        return synctime.is_pending(self.sync_at, self.last_handled_sync)
+
+    @property
+    def force_pending(self) -> bool:
+        return synctime.is_pending(self.force_at, self.last_handled_force)
+
+
+def _annotation_time(annotations: dict[str, str], name: str) -> datetime | None:
+    text = annotations.get(name)
+    if text is None:
+        return None
+    try:
+        return synctime.parse_sync_time(text)
+    except ValueError as error:
+        raise SpecError(f"annotation {name}: {error}") from None
+
+
+def _status_time(status: Obj, field: str) -> datetime | None:
+    text = status.get(field)
+    return synctime.parse_sync_time(text) if text else None
