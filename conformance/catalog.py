@@ -227,3 +227,48 @@ RULES: tuple[Rule, ...] = (
 
 BY_ID = {rule.id: rule for rule in RULES}
 SECTIONS = tuple(dict.fromkeys(rule.section for rule in RULES))
+
+#: Modules whose tests check the cluster, not a rule (they name none).
+PREFLIGHT = ("test_preflight.py",)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    tests_by_rule: dict[str, list[str]]
+    untagged: list[str]
+
+    @property
+    def uncovered(self) -> list[str]:
+        return [rule.id for rule in RULES if not self.tests_by_rule[rule.id]]
+
+
+class _Collector:
+    """A pytest plugin that records each collected test's rule markers."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, list[str]]] = []
+
+    def pytest_collection_modifyitems(self, items: list) -> None:
+        for item in items:
+            rules = [rule for marker in item.iter_markers("rule") for rule in marker.args]
+            self.items.append((item.nodeid, rules))
+
+
+def coverage(suite_dir: str) -> Coverage:
+    """Collect the suite (nothing runs) and map every rule to the tests that name it."""
+    import pytest
+
+    collector = _Collector()
+    code = pytest.main(
+        [suite_dir, "--collect-only", "-q", "-p", "no:cacheprovider"], plugins=[collector]
+    )
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise RuntimeError(f"collecting {suite_dir} failed with exit code {code}")
+    tests_by_rule: dict[str, list[str]] = {rule.id: [] for rule in RULES}
+    untagged = []
+    for nodeid, rules in collector.items:
+        for rule in rules:
+            tests_by_rule[rule].append(nodeid)
+        if not rules and not nodeid.split("::")[0].endswith(PREFLIGHT):
+            untagged.append(nodeid)
+    return Coverage(tests_by_rule, untagged)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import io
+import json
 import logging
 import sys
 import time
@@ -10,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import catalog, mutation
 from conformance.clusters import binaries
 
 SUITE_DIR = Path(__file__).parent / "suite"
@@ -24,6 +29,79 @@ def _binaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rules(args: argparse.Namespace) -> int:
+    with contextlib.redirect_stdout(io.StringIO()):
+        found = catalog.coverage(str(SUITE_DIR))
+    rules = [
+        {**dataclasses.asdict(rule), "tests": found.tests_by_rule[rule.id]}
+        for rule in catalog.RULES
+    ]
+    if args.json:
+        print(json.dumps({"rules": rules}, indent=2))
+        return 0
+    for rule in rules:
+        print(f"{rule['id']:8} {len(rule['tests']):3} test(s)  {rule['statement']}")
+    covered = len(rules) - len(found.uncovered)
+    print(f"{covered}/{len(rules)} rules with at least one test")
+    return 0
+
+
+def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
+    from mutants import load  # the mutants are reference-controller code: load only here
+
+    mutants = [m for m in load().values() if not args.only or m.name in args.only]
+    if not args.run:
+        listing = [
+            {"name": m.name, "rules": list(m.rules), "description": m.description} for m in mutants
+        ]
+        print(
+            json.dumps({"mutants": listing}, indent=2)
+            if args.json
+            else "\n".join(
+                f"{m['name']:34} {','.join(m['rules']):14} {m['description']}" for m in listing
+            )
+        )
+        return 0
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    def progress(outcome: mutation.Outcome) -> None:
+        verdict = (
+            "baseline"
+            if outcome.name == "baseline"
+            else ("KILLED" if outcome.killed else "SURVIVED")
+        )
+        print(
+            f"{verdict:8} {outcome.name:34} {len(outcome.failed)} failed, "
+            f"{len(outcome.errors)} errors, {len(outcome.passed)} passed, "
+            f"{outcome.seconds:.0f} s",
+            flush=True,
+        )
+
+    started = time.monotonic()
+    baseline, outcomes = mutation.kill_run(
+        mutants, SUITE_DIR, workdir, extra, args.parallel, progress
+    )
+    survivors = [o.name for o in outcomes if not o.killed]
+    clean = not baseline.failed and not baseline.errors
+    print(
+        f"killed {len(outcomes) - len(survivors)}/{len(outcomes)} in "
+        f"{time.monotonic() - started:.0f} s; baseline {'passed' if clean else 'FAILED'}"
+    )
+    for name in survivors:
+        print(f"survivor: {name}")
+    (workdir / "matrix.json").write_text(
+        json.dumps(
+            {
+                "baseline": dataclasses.asdict(baseline),
+                "mutants": [dataclasses.asdict(o) for o in outcomes],
+            },
+            indent=2,
+        )
+    )
+    return 0 if clean and not survivors else 1
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     return int(pytest.main([str(SUITE_DIR), "-p", "no:cacheprovider", *extra]))
 
@@ -35,12 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     build = commands.add_parser("binaries", help="find or build the local provider's binaries")
     build.add_argument("--kube-version", help="Kubernetes version, e.g. 1.36.3")
     build.add_argument("--etcd-version", help="etcd version, e.g. 3.6.16")
+    rules = commands.add_parser("rules", help="the rule catalog and the tests of each rule")
+    rules.add_argument("--json", action="store_true", help="machine-readable output")
+    mutants = commands.add_parser("mutants", help="list the mutants, or kill them (--run)")
+    mutants.add_argument("--json", action="store_true", help="machine-readable list")
+    mutants.add_argument("--run", action="store_true", help="run the kill run")
+    mutants.add_argument("--only", nargs="*", help="these mutants only")
+    mutants.add_argument("--parallel", type=int, default=2, help="mutant runs at a time")
+    mutants.add_argument("--workdir", default="reports/mutants", help="logs and JUnit files")
     commands.add_parser(
         "run", help="run the conformance suite; other arguments go to pytest", add_help=False
     )
     args, extra = parser.parse_known_args(argv)
     if args.command == "binaries":
         return _binaries(args)
+    if args.command == "rules":
+        return _rules(args)
+    if args.command == "mutants":
+        return _mutants(args, extra)
     return _run(args, extra)
 
 

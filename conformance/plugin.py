@@ -68,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rule(*ids): the catalog rules this test checks")
+    config.addinivalue_line(
+        "markers", "long: needs a controller resync above 1000 s; run with -m long"
+    )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):
         shared = config.workerinput  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
@@ -151,6 +151,14 @@ class App:
             annotations[SYNC_FORCE_REQUESTED_AT] = written
         self.annotate(annotations)
         return written
+
+    def next_pending_time(self) -> datetime:
+        """The earliest request time that is pending: a second after the last handled one."""
+        now = datetime.now(UTC)
+        handled = self.status().get("lastHandledSyncAt")
+        if not handled:
+            return now
+        return max(now, parse_time(handled).replace(microsecond=0) + timedelta(seconds=1))
 
     def status(self) -> Obj:
         return self.get().get("status") or {}

@@ -46,7 +46,8 @@ class ResyncClock:
         self._recorder = self._witness.watch(self.namespace)
         releases = Releases(self._api, self.namespace, self._recorder, self._timing)
         self._sentinel = releases.app("sentinel", sync_policy={"automatic": True})
-        self._created_at = self._sentinel.wait_attempts()[0].at
+        # Every apply attempt after the one of its creation is a tick.
+        self._created_at = self._sentinel.wait_attempts()[-1].at + 1e-6
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -56,7 +57,7 @@ class ResyncClock:
     def ticks(self) -> list[float]:
         """Times of the resync reconciles seen so far."""
         assert self._sentinel is not None
-        return [a.at for a in self._sentinel.attempts(dry_run=False) if a.at > self._created_at]
+        return [a.at for a in self._sentinel.attempts(since=self._created_at, dry_run=False)]
 
     def wait_tick(self, *, after: float) -> float | None:
         """The first tick after `after`, waiting up to a period; None when none comes."""
@@ -68,13 +69,6 @@ class ResyncClock:
             return None
         return found[0].at
 
-    def next_tick(self, now: float) -> float | None:
-        """When the next tick is due, from the last one seen; None before the first."""
-        seen = self.ticks()
-        if not seen:
-            return None
-        return seen[-1] + math.ceil((now - seen[-1]) / self.period) * self.period
-
     def quiet_slot(self, length: float) -> None:
         """Return when a period of `length` seconds free of resync ticks starts now."""
         guard = self._timing.tolerance  # timer jitter around the predicted tick
@@ -83,19 +77,17 @@ class ResyncClock:
                 f"a quiet period of {length:g} s cannot fit between resync ticks "
                 f"{self.period:g} s apart; raise --timing controller_resync or lower quiet"
             )
-        now = time.monotonic()
-        due = self.next_tick(now)
-        if due is None:
-            tick = self.wait_tick(after=self._created_at)
-            if tick is None:
-                log.warning(
-                    "no resync tick within %g s: quiet periods are not aligned", self.period
-                )
-                return
-            due = tick + self.period
-        if now + length + guard < due:
+        if not self.ticks() and self.wait_tick(after=self._created_at) is None:
+            log.warning("no resync tick within %g s: quiet periods are not aligned", self.period)
             return
-        tick = self.wait_tick(after=due - guard)
-        settled = (tick or due) + self.settle
-        # The settle period, a named wait: the reconciles of a resync burst drain first.
-        time.sleep(max(settled - time.monotonic(), 0.0))
+        while True:
+            now, last = time.monotonic(), self.ticks()[-1]
+            if now < last + self.settle:
+                # The settle period, a named wait: the reconciles of a resync burst drain.
+                time.sleep(last + self.settle - now)
+                continue
+            due = last + math.ceil((now - last) / self.period) * self.period
+            if now + length + guard < due:
+                return
+            if self.wait_tick(after=due - guard) is None:
+                return  # the resync stopped: nothing left to keep clear of
