@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog, mutation
+from conformance import catalog, mutation, report
 from conformance.clusters import binaries
 
 SUITE_DIR = Path(__file__).parent / "suite"
@@ -103,7 +103,21 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
-    return int(pytest.main([str(SUITE_DIR), "-p", "no:cacheprovider", *extra]))
+    """pytest on the suite, writing the report unless the caller chose where."""
+    report = [] if any(a.startswith("--report-dir") for a in extra) else ["--report-dir=reports"]
+    chosen = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in extra)
+    paths = [] if chosen else [str(SUITE_DIR)]
+    # Live log lines say what each long wait is for; xdist workers cannot show them.
+    live = [] if "-n" in extra else ["-o", "log_cli=true", "-o", "log_cli_level=INFO"]
+    return int(pytest.main([*paths, "-p", "no:cacheprovider", *live, *report, *extra]))
+
+
+def _verify(args: argparse.Namespace) -> int:
+    problems = report.verify(Path(args.file))
+    for problem in problems:
+        print(f"not certifying: {problem}")
+    print(f"{args.file}: " + ("certifies" if not problems else f"{len(problems)} problem(s)"))
+    return 0 if not problems else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--etcd-version", help="etcd version, e.g. 3.6.16")
     rules = commands.add_parser("rules", help="the rule catalog and the tests of each rule")
     rules.add_argument("--json", action="store_true", help="machine-readable output")
+    verify = commands.add_parser(
+        "verify-report", help="check a report's shape and that it certifies"
+    )
+    verify.add_argument("file")
     mutants = commands.add_parser("mutants", help="list the mutants, or kill them (--run)")
     mutants.add_argument("--json", action="store_true", help="machine-readable list")
     mutants.add_argument("--run", action="store_true", help="run the kill run")
@@ -129,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return _binaries(args)
     if args.command == "rules":
         return _rules(args)
+    if args.command == "verify-report":
+        return _verify(args)
     if args.command == "mutants":
         return _mutants(args, extra)
     return _run(args, extra)

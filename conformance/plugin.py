@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog, timing
+from conformance import catalog, diagnostics, timing
 from conformance.clusters.select import PROVIDERS, Choice
+from conformance.report import IMPLEMENTATION_FIELDS, ReportPlugin
 from conformance.session import (
     CHOICE,
     RUN_ID,
@@ -62,11 +63,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "already running (an existing cluster)",
     )
     group.addoption("--convoy-mutant", default=None, help=argparse.SUPPRESS)
+    group.addoption(
+        "--report-dir",
+        type=Path,
+        default=None,
+        help="write conformance-report.yaml, conformance-report.html and junit.xml here",
+    )
+    for field in IMPLEMENTATION_FIELDS:
+        group.addoption(
+            f"--implementation-{field}",
+            default=None,
+            help=f"the implementation's {field} (required for a certifying run)",
+        )
     # pytest-kind-ng's own options serve the kind and existing providers unchanged:
     # --cluster-name, --keep-cluster, --kubeconfig, --kind-image, --kind-bin, --kind-kubectl-bin.
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    report_dir = config.getoption("report_dir")
+    if report_dir and not config.option.xmlpath:
+        config.option.xmlpath = str(report_dir / "junit.xml")  # before junitxml reads it
+    config.pluginmanager.register(ReportPlugin(config), "convoy-conformance-report")
     config.addinivalue_line("markers", "rule(*ids): the catalog rules this test checks")
     config.addinivalue_line(
         "markers", "long: needs a controller resync above 1000 s; run with -m long"
@@ -111,3 +129,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             unknown = [rule for rule in marker.args if rule not in catalog.BY_ID]
             if unknown:
                 raise pytest.UsageError(f"{item.nodeid}: unknown rule ID(s) {unknown}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """On a failure, attach the namespace's Releases and events and the controller's log."""
+    outcome = yield
+    report = outcome.get_result()
+    funcargs = getattr(item, "funcargs", {})
+    if report.failed and "namespace" in funcargs and "k8s" in funcargs:
+        text = diagnostics.collect(
+            funcargs["k8s"], funcargs["namespace"], funcargs.get("controller")
+        )
+        report.sections.append(("convoy diagnostics", text))

@@ -8,6 +8,7 @@ own writes (drift) carry the field manager SUITE_MANAGER and are left out.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ SYNC_REQUESTED_AT = f"{GROUP}/sync-requested-at"
 SYNC_FORCE_REQUESTED_AT = f"{GROUP}/sync-force-requested-at"
 SUITE_MANAGER = "convoy-conformance"
 POLL = 0.05
+#: Waits at least this long are announced in the log (live with `convoy-conformance run`).
+LONG_WAIT = 10.0
+log = logging.getLogger("conformance")
 
 Obj = dict[str, Any]
 
@@ -168,6 +172,7 @@ class App:
     ) -> Obj:
         """Poll the Release until `predicate(release)` holds; fail naming `what`."""
         limit = self.releases.timing.reconcile if timeout is None else timeout
+        announce(f"{self.namespace}/{self.name}: {what}", limit)
         deadline = time.monotonic() + limit
         while True:
             release = self.get()
@@ -222,13 +227,15 @@ class App:
         dry_run: bool | None = False,
         timeout: float | None = None,
     ) -> list[Attempt]:
+        limit = self.releases.timing.reconcile if timeout is None else timeout
+        announce(f"{count} write(s) of {self.namespace}/{self.object_name}", limit)
         return self.releases.recorder.wait_for(
             count=count,
             since=since,
             name=self.object_name,
             dry_run=dry_run,
             where=not_by_suite,
-            timeout=self.releases.timing.reconcile if timeout is None else timeout,
+            timeout=limit,
         )
 
     def quiet(
@@ -248,6 +255,12 @@ class App:
             where=not_by_suite,
             message="apply refused for the test",
         )
+
+
+def announce(what: str, seconds: float) -> None:
+    """Tell a person following a run what a long wait is for, and for how long at most."""
+    if seconds >= LONG_WAIT:
+        log.info("waiting up to %.0f s for %s", seconds, what)
 
 
 def not_by_suite(attempt: Attempt) -> bool:

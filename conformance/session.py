@@ -26,6 +26,8 @@ XDIST_WORKER = "workerinput"
 RUN_ID = pytest.StashKey[str]()
 CHOICE = pytest.StashKey[Choice]()
 TIMING = pytest.StashKey[Timing]()
+#: What the report says of the run's cluster: provider, why, Kubernetes version.
+ENVIRONMENT = pytest.StashKey[dict]()
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:

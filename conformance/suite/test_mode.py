@@ -46,7 +46,7 @@ def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
     assert app.live_object()["metadata"]["resourceVersion"] == unchanged
 
 
-@pytest.mark.rule("AUTO-2", "INT-1")
+@pytest.mark.rule("AUTO-2", "INT-1", "TRIG-5")
 def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
     releases: Releases, timing: Timing
 ) -> None:

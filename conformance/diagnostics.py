@@ -1,0 +1,60 @@
+"""What a failing test leaves for the person reading it: Releases, events, controller log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from kubernetes import client, dynamic
+
+from conformance.releases import API_VERSION
+
+LOG_LINES = 60
+
+
+def collect(api: client.ApiClient, namespace: str, controller: Any | None) -> str:
+    """A text section for the test report; never raises (diagnostics must not hide a failure)."""
+    parts = []
+    for title, gather in (
+        ("Releases", lambda: _releases(api, namespace)),
+        ("Events", lambda: _events(api, namespace)),
+        ("Controller log", lambda: _log_tail(controller)),
+    ):
+        try:
+            parts.append(f"--- {title} ---\n{gather()}")
+        except Exception as error:  # a broken cluster must not mask the test's own failure
+            parts.append(f"--- {title} ---\n(could not collect: {error})")
+    return "\n".join(parts)
+
+
+def _releases(api: client.ApiClient, namespace: str) -> str:
+    resource = dynamic.DynamicClient(api).resources.get(api_version=API_VERSION, kind="Release")
+    items = resource.get(namespace=namespace).to_dict()["items"]
+    shown = [
+        {
+            "name": item["metadata"]["name"],
+            "generation": item["metadata"].get("generation"),
+            "annotations": item["metadata"].get("annotations"),
+            "spec": item.get("spec"),
+            "status": item.get("status"),
+        }
+        for item in items
+    ]
+    return yaml.safe_dump(shown, sort_keys=False) if shown else "(none)"
+
+
+def _events(api: client.ApiClient, namespace: str) -> str:
+    events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+    lines = [
+        f"{e.last_timestamp or e.event_time} {e.type} {e.reason} "
+        f"{e.involved_object.kind}/{e.involved_object.name}: {e.message}"
+        for e in events
+    ]
+    return "\n".join(lines) or "(none)"
+
+
+def _log_tail(controller: Any | None) -> str:
+    if controller is None:
+        return "(the suite did not start the controller)"
+    lines = controller.logs().splitlines()
+    return "\n".join(lines[-LOG_LINES:]) or "(empty)"

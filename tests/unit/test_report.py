@@ -1,0 +1,110 @@
+"""The conformance report: what a run writes, and what verify-report accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance import catalog, report
+
+METADATA = [f"--implementation-{f}=x" for f in report.IMPLEMENTATION_FIELDS]
+
+
+def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> dict:
+    pytester.makepyfile(body)
+    pytester.runpytest("--report-dir=out", "-p", "no:cacheprovider", *args)
+    return yaml.safe_load((pytester.path / "out" / "conformance-report.yaml").read_text())
+
+
+PASSING_AND_FAILING = """
+import pytest
+
+@pytest.mark.rule("SYNC-4")
+def test_passes():
+    pass
+
+@pytest.mark.rule("SYNC-5")
+def test_fails():
+    assert False, "lastHandledSyncAt written after a failure"
+
+@pytest.mark.rule("BACK-5")
+def test_not_supported():
+    pytest.skip("not-supported: the suite cannot restart this controller")
+"""
+
+
+def test_a_run_writes_yaml_junit_and_html_with_a_result_per_rule(pytester: pytest.Pytester):
+    written = run_inner(pytester, PASSING_AND_FAILING, *METADATA)
+    results = {rule["id"]: rule for rule in written["rules"]}
+    assert len(results) == len(catalog.RULES)
+    assert results["SYNC-4"]["result"] == "passed"
+    assert results["SYNC-5"]["result"] == "failed"
+    assert "lastHandledSyncAt written" in results["SYNC-5"]["tests"][0]["message"]
+    assert results["BACK-5"]["result"] == "not-supported"
+    assert results["MODE-1"]["message"] == "no test of this rule ran"
+    assert written["certifying"] is False
+    out = pytester.path / "out"
+    assert (out / "junit.xml").exists()
+    page = (out / "conformance-report.html").read_text()
+    assert "NOT CERTIFYING" in page and "SYNC-5" in page
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["-k", "passes"], "tests selected with -k"),
+        (["--timing", "reconcile=60"], "timing beyond the certifying maximum: reconcile=60"),
+        ([], "implementation metadata missing"),
+    ],
+)
+def test_selection_changed_tolerances_and_missing_metadata_do_not_certify(
+    pytester: pytest.Pytester, args: list[str], reason: str
+) -> None:
+    extra = METADATA if "implementation" not in reason else []
+    written = run_inner(pytester, PASSING_AND_FAILING, *extra, *args)
+    assert any(reason in r for r in written["nonCertifyingReasons"]), written[
+        "nonCertifyingReasons"
+    ]
+
+
+def certifying_report() -> dict:
+    return {
+        "apiVersion": report.API_VERSION,
+        "kind": report.KIND,
+        "date": "2026-11-29T00:00:00Z",
+        "suiteVersion": "0.1.0",
+        "document": {},
+        "environment": {},
+        "options": {},
+        "timing": {},
+        "implementation": {f: "x" for f in report.IMPLEMENTATION_FIELDS},
+        "certifying": True,
+        "nonCertifyingReasons": [],
+        "rules": [{"id": rule.id, "result": "passed"} for rule in catalog.RULES],
+    }
+
+
+def test_verify_accepts_a_certifying_report(tmp_path: Path) -> None:
+    path = tmp_path / "report.yaml"
+    path.write_text(yaml.safe_dump(certifying_report()))
+    assert report.verify(path) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda r: r["rules"].pop(), "rule BACK-6 is missing"),
+        (lambda r: r["rules"][0].update(result="failed"), "rule MODE-1: failed"),
+        (lambda r: r["implementation"].update(contact=""), "implementation.contact is empty"),
+        (lambda r: r.update(certifying=False), "the run was not certifying"),
+        (lambda r: r.update(kind="Other"), "apiVersion/kind must be"),
+    ],
+)
+def test_verify_names_what_keeps_a_report_from_certifying(tmp_path: Path, change, problem):
+    edited = certifying_report()
+    change(edited)
+    path = tmp_path / "report.yaml"
+    path.write_text(yaml.safe_dump(edited))
+    assert any(problem in p for p in report.verify(path)), report.verify(path)
