@@ -1,18 +1,87 @@
-"""The kind provider: pytest-kind-ng's KindCluster, always with kind and kubectl from PATH."""
+"""The kind provider: pytest-kind-ng's KindCluster, always with kind and kubectl from PATH.
+
+The node image comes from `kind:` in conformance/versions.yaml (one per Kubernetes minor, pinned
+by digest, copied from the release notes of the pinned kind release) unless --kind-image names
+one. Installing the reference controller on the cluster is conformance.install_kind's job.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
+import yaml
 from pytest_kind import KindCluster
 
 from conformance.clusters.base import CallbackAddress, Cluster
 
+#: kindest/node:v1.37.0@sha256:<64 hex>: a tag for people, a digest for the machine.
+NODE_IMAGE = re.compile(r"^kindest/node:v(?P<version>\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$")
+MINOR = re.compile(r"^\d+\.\d+$")
+
 
 class KindError(RuntimeError):
     """kind cannot be used here; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class KindVersions:
+    """The `kind:` section of conformance/versions.yaml."""
+
+    #: the kind release, e.g. v0.33.0 (the node images below are built for it)
+    version: str
+    #: Kubernetes minor ("1.37") -> node image pinned by digest
+    images: dict[str, str]
+
+    @property
+    def minors(self) -> list[str]:
+        """Newest first."""
+        return sorted(self.images, key=lambda m: tuple(map(int, m.split("."))), reverse=True)
+
+    def node_image(self, minor: str | None = None) -> str:
+        """The node image for a Kubernetes minor ("1.36" or "v1.36.4"); default: the newest."""
+        if minor is None:
+            return self.images[self.minors[0]]
+        wanted = ".".join(minor.lstrip("v").split(".")[:2])
+        if wanted not in self.images:
+            raise KindError(
+                f"no kind node image for Kubernetes {minor} in conformance/versions.yaml "
+                f"(kind {self.version} has {', '.join(self.minors)}); pass --kind-image"
+            )
+        return self.images[wanted]
+
+
+def parse_versions(document: dict) -> KindVersions:
+    """Check and read the `kind:` section; every image must be pinned by digest."""
+    section = document.get("kind") or {}
+    version, images = section.get("version"), section.get("images") or {}
+    if not isinstance(version, str) or not re.fullmatch(r"v\d+\.\d+\.\d+", version):
+        raise KindError(f"kind.version must look like v0.33.0, not {version!r}")
+    if not images:
+        raise KindError("kind.images is empty")
+    for minor, image in images.items():
+        match = NODE_IMAGE.match(str(image))
+        if not MINOR.match(str(minor)) or not match:
+            raise KindError(
+                f"kind.images[{minor!r}]: {image!r} is not kindest/node:vX.Y.Z@sha256:..."
+            )
+        if not match["version"].startswith(f"{minor}."):
+            raise KindError(f"kind.images[{minor!r}]: {image!r} is not Kubernetes {minor}")
+    return KindVersions(version, {str(k): str(v) for k, v in images.items()})
+
+
+def kind_versions() -> KindVersions:
+    """The kind release and node images the provider and the GitHub workflow use."""
+    text = resources.files("conformance").joinpath("versions.yaml").read_text()
+    return parse_versions(yaml.safe_load(text))
+
+
+def default_node_image() -> str:
+    return kind_versions().node_image()
 
 
 def tool_path(name: str, given: str | None) -> Path:
@@ -21,6 +90,18 @@ def tool_path(name: str, given: str | None) -> Path:
     if not found:
         raise KindError(f"{name} is not on PATH; install it or pass --{name}-bin")
     return Path(found)
+
+
+def get_clusters_argv(kind: Path) -> list[str]:
+    return [str(kind), "get", "clusters"]
+
+
+def export_kubeconfig_argv(kind: Path, name: str, kubeconfig: Path) -> list[str]:
+    return [str(kind), "export", "kubeconfig", "--name", name, "--kubeconfig", str(kubeconfig)]
+
+
+def gateway_argv() -> list[str]:
+    return ["docker", "network", "inspect", "kind", "-f", "{{(index .IPAM.Config 0).Gateway}}"]
 
 
 class KindProvider(Cluster):
@@ -35,19 +116,41 @@ class KindProvider(Cluster):
         kind_bin: str | None = None,
         kubectl_bin: str | None = None,
         keep: bool = False,
+        kube_version: str | None = None,
     ) -> None:
         self.keep = keep
+        self.image = image or kind_versions().node_image(kube_version)
+        self.kind_path = tool_path("kind", kind_bin)
+        self.kubectl_path = tool_path("kubectl", kubectl_bin)
         self.kind = KindCluster(
             name,
-            image=image,
-            kind_path=tool_path("kind", kind_bin),
-            kubectl_path=tool_path("kubectl", kubectl_bin),
+            image=self.image,
+            kind_path=self.kind_path,
+            kubectl_path=self.kubectl_path,
         )
 
     def start(self) -> KindProvider:
-        """Create the cluster, or reuse one of the same name."""
+        """Create the cluster, or reuse one of the same name (made by helm/kind-action, say)."""
+        self._export_kubeconfig_if_reused()
         self.kind.create()
         return self
+
+    def _export_kubeconfig_if_reused(self) -> None:
+        """pytest-kind-ng reuses a cluster only with the kubeconfig it wrote itself: for a cluster
+        created elsewhere, ask kind for it first."""
+        kubeconfig = Path(self.kind.kubeconfig_path)
+        if kubeconfig.exists() and kubeconfig.stat().st_size > 0:
+            return
+        listed = subprocess.run(
+            get_clusters_argv(self.kind_path), capture_output=True, text=True, check=False
+        )
+        if self.kind.name in listed.stdout.split():
+            subprocess.run(
+                export_kubeconfig_argv(self.kind_path, self.kind.name, kubeconfig),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
 
     @property
     def kubeconfig(self) -> Path:
@@ -56,18 +159,29 @@ class KindProvider(Cluster):
     @property
     def callback(self) -> CallbackAddress | None:
         """The kind network's gateway: the host as seen from the node containers."""
-        proc = subprocess.run(
-            ["docker", "network", "inspect", "kind", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = subprocess.run(gateway_argv(), capture_output=True, text=True, check=False)
         gateway = proc.stdout.strip()
         return CallbackAddress(gateway) if proc.returncode == 0 and gateway else None
+
+    def installer(self, diagnostics_dir: Path | None = None):  # -> install_kind.Installer
+        """What installs the reference controller on this cluster (conformance.install_kind)."""
+        from conformance import install_kind
+
+        return install_kind.Installer(
+            kubectl=str(self.kubectl_path),
+            kubeconfig=self.kubeconfig,
+            kind=str(self.kind_path),
+            cluster=self.kind.name,
+            diagnostics_dir=diagnostics_dir or Path("reports/diagnostics"),
+        )
+
+    def collect_diagnostics(self, directory: Path) -> Path:
+        """kind's logs, the controller's logs and events, into `directory`."""
+        return self.installer(directory).collect_diagnostics()
 
     def stop(self) -> None:
         if not self.keep:
             self.kind.delete()
 
     def describe(self) -> str:
-        return f"kind cluster {self.kind.name!r} (kubeconfig {self.kubeconfig})"
+        return f"kind cluster {self.kind.name!r} ({self.image}, kubeconfig {self.kubeconfig})"

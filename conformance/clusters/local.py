@@ -40,6 +40,7 @@ CONTROLLERS = (
     "deployment",
     "replicaset",
     "job",
+    "clusterrole-aggregation",
 )
 
 
