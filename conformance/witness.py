@@ -7,6 +7,11 @@ record shows each apply attempt of a controller and its time, whether the apply 
 anything or not, and whether it was a pre-apply dry run. On a test's request it denies chosen
 attempts, which makes an apply fail on demand without breaking the controller.
 
+Deletes are opt-in, per object: a second webhook of the same configuration receives the DELETE
+of objects that carry the label DELETES_LABEL (see `witness_deletes`), and nothing else, so the
+deletion of a namespace and of everything unlabelled in it never depends on the witness. A
+denied delete of a labelled object is how a prune fails on demand (PruneFailed).
+
 Times are monotonic receive times at the witness: compare them with `Recorder.mark()`, never
 with wall clocks of other machines.
 """
@@ -44,6 +49,10 @@ PATH = "/validate"
 WATCH_LABEL = "conformance.convoy.kumodo.io/witness"
 #: Marks the probe objects `Witness.watch` sends to learn that the webhook is live.
 PROBE_LABEL = "conformance.convoy.kumodo.io/witness-probe"
+#: Opts an object in to DELETE interception: only objects with this label set to "true" send
+#: their deletes to the witness (an objectSelector; for a DELETE the API server matches it
+#: against the stored object).
+DELETES_LABEL = "conformance.convoy.kumodo.io/witness-deletes"
 DENIAL = "denied by the convoy-conformance witness at the test's request"
 LIVE_TIMEOUT = 30.0
 WAIT_TIMEOUT = 30.0
@@ -88,7 +97,8 @@ class Attempt:
     at: float
     wall: datetime
     uid: str
-    #: CREATE or UPDATE; a server-side apply is CREATE when the object is new, else UPDATE
+    #: CREATE or UPDATE; a server-side apply is CREATE when the object is new, else UPDATE.
+    #: DELETE for objects that opted in with DELETES_LABEL.
     operation: str
     kind: GroupVersionKind
     namespace: str
@@ -99,7 +109,7 @@ class Attempt:
     #: request.options.fieldManager: set by server-side apply and by clients that name one
     field_manager: str | None
     user: str
-    #: resourceVersion of the stored object the update starts from; None for a create
+    #: resourceVersion of the stored object the update or delete starts from; None for a create
     resource_version: str | None
     #: True when a deny rule made the witness refuse it (the attempt still happened)
     denied: bool = False
@@ -299,9 +309,18 @@ def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
+def witness_deletes(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` (a manifest) with DELETES_LABEL added: the witness will see its deletes."""
+    metadata = dict(obj.get("metadata") or {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), DELETES_LABEL: "true"}
+    return {**obj, "metadata": metadata}
+
+
 def _attempt(request: dict[str, Any], at: float, wall: datetime) -> Attempt:
     gvk = request["kind"]
     old = _metadata(request.get("oldObject"))
+    # A DELETE has no object, only the stored oldObject.
+    current = _metadata(request.get("object")) or old
     return Attempt(
         at=at,
         wall=wall,
@@ -310,7 +329,7 @@ def _attempt(request: dict[str, Any], at: float, wall: datetime) -> Attempt:
         kind=GroupVersionKind(gvk["group"], gvk["version"], gvk["kind"]),
         namespace=request.get("namespace") or "",
         # request.name is empty for a create with generateName; the object has the name by now
-        name=request.get("name") or _metadata(request.get("object")).get("name", ""),
+        name=request.get("name") or current.get("name", ""),
         subresource=request.get("subResource") or "",
         dry_run=bool(request.get("dryRun")),
         field_manager=(request.get("options") or {}).get("fieldManager"),
@@ -476,12 +495,25 @@ class Witness:
         return client.AdmissionregistrationV1Api(self.api)
 
     def _configuration(self, namespace: str) -> dict[str, Any]:
-        webhook = {
-            "name": f"{namespace}.witness.conformance.convoy.kumodo.io",
+        common = {
             "clientConfig": {
                 "url": self.url,
                 "caBundle": base64.b64encode(self._ca.cert_pem).decode(),
             },
+            "namespaceSelector": {
+                "matchLabels": {"kubernetes.io/metadata.name": namespace},
+            },
+            "matchConditions": MATCH_CONDITIONS,
+            # None: the witness has no side effects, so the API server calls it for dry runs.
+            "sideEffects": "None",
+            # Fail: an attempt the witness did not see must not happen unseen.
+            "failurePolicy": "Fail",
+            "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
+            "admissionReviewVersions": ["v1"],
+        }
+        writes = {
+            "name": f"{namespace}.witness.conformance.convoy.kumodo.io",
+            **common,
             "rules": [
                 {
                     "apiGroups": ["*"],
@@ -495,23 +527,29 @@ class Witness:
                     "scope": "Namespaced",
                 }
             ],
-            "namespaceSelector": {
-                "matchLabels": {"kubernetes.io/metadata.name": namespace},
-            },
-            "matchConditions": MATCH_CONDITIONS,
-            # None: the witness has no side effects, so the API server calls it for dry runs.
-            "sideEffects": "None",
-            # Fail: an attempt the witness did not see must not happen unseen.
-            "failurePolicy": "Fail",
-            "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
-            "admissionReviewVersions": ["v1"],
+        }
+        # Deletes only of objects that opted in: deleting a namespace deletes everything in it,
+        # and with failurePolicy Fail that must not depend on the witness for the rest.
+        deletes = {
+            "name": f"{namespace}.deletes.witness.conformance.convoy.kumodo.io",
+            **common,
+            "rules": [
+                {
+                    "apiGroups": ["*"],
+                    "apiVersions": ["*"],
+                    "operations": ["DELETE"],
+                    "resources": ["*"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "objectSelector": {"matchLabels": {DELETES_LABEL: "true"}},
         }
         return {
             "metadata": {
                 "name": configuration_name(namespace),
                 "labels": {WATCH_LABEL: namespace},
             },
-            "webhooks": [webhook],
+            "webhooks": [writes, deletes],
         }
 
     def _await_live(self, recorder: Recorder, timeout: float) -> None:

@@ -1,0 +1,581 @@
+"""Requeue rules: transient failures are retried with backoff; the other reasons wait.
+
+Every Release here has retryBackoff {initial: 1s, factor: 2} and no interval unless a test says
+so, so a backoff retry comes 1 s, 2 s, 4 s, ... after each failure, and nothing else reconciles
+it: the tests make no event that starts a reconcile (creating a ConfigMap, a Cluster or a
+Secret, writing a source, changing the witness's deny rules start none), and each measurement
+sits in a slot free of the controller's resync ticks (`resync_clock.quiet_slot`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from kubernetes import client
+
+from conformance.releases import (
+    API_VERSION,
+    GROUP,
+    SUITE_MANAGER,
+    App,
+    Obj,
+    Releases,
+    condition,
+    content_object,
+    not_by_suite,
+)
+from conformance.resync import ResyncClock
+from conformance.timing import Timing
+from conformance.witness import Attempt, WitnessTimeout, witness_deletes
+
+NAME = "web"
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """retryBackoff as the document states it: retry n waits initial x factor^(n-1)."""
+
+    initial: float
+    factor: float
+
+    @property
+    def spec(self) -> Obj:
+        return {"initial": f"{self.initial:g}s", "factor": self.factor}
+
+    def delay(self, retry: int) -> float:
+        return self.initial * self.factor ** (retry - 1)
+
+    def next_retry(self, elapsed: float) -> tuple[int, float]:
+        """The first retry due more than `elapsed` s after the first failure: (n, when due)."""
+        retry, due = 1, self.delay(1)
+        while due <= elapsed:
+            retry += 1
+            due += self.delay(retry)
+        return retry, due
+
+
+BACKOFF = Backoff(initial=1.0, factor=2)
+AUTOMATIC = {"automatic": True, "retryBackoff": BACKOFF.spec}
+MANUAL = {"retryBackoff": BACKOFF.spec}
+#: Failures seen before the fix where the witness sees each one: the first and two retries.
+SEEN_FAILURES = 3
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def create_release(app: App, sync_policy: Obj, **spec: Any) -> None:
+    """Create the Release of `app` as it is: unlike `Releases.app`, leave its source alone."""
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "Release",
+        "metadata": {"name": app.name},
+        "spec": {"source": {"name": app.source_name}, "syncPolicy": sync_policy, **spec},
+    }
+    app.releases.resource.create(body=body, namespace=app.namespace)
+
+
+def status_writes(app: App, since: float | None = None) -> list[Attempt]:
+    """The controller's writes of the Release's status (the suite's own carry SUITE_MANAGER)."""
+    return app.releases.recorder.attempts(
+        since=since, kind="Release", name=app.name, subresource="status", where=not_by_suite
+    )
+
+
+def first_failure(app: App, reason: str, since: float | None = None) -> float:
+    """Wait for Applied=False with `reason`; return when the witness saw that status written
+    (the first status write since `since`)."""
+    app.wait_applied("False", reason)
+    return status_writes(app, since)[0].at
+
+
+def ticks_note(resync_clock: ResyncClock, start: float, end: float) -> str:
+    """For failure messages: resync ticks that fell into [start, end] despite the slot."""
+    inside = [tick - start for tick in resync_clock.ticks() if start <= tick <= end]
+    if not inside:
+        return ""
+    return f"; NOTE: resync tick(s) at {', '.join(f'+{t:.2f} s' for t in inside)} fell inside"
+
+
+def gaps(attempts: list[Attempt]) -> list[float]:
+    return [b.at - a.at for a, b in itertools.pairwise(attempts)]
+
+
+def seconds(values: list[float]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+# -- REQ-1: the transient reasons --------------------------------------------------------------
+
+
+class Transient:
+    """One transient failure: how to cause it and how to remove the cause without an event."""
+
+    reason: ClassVar[str]
+    #: how many failures the test sees before the fix: 1 where the retries leave no trace
+    seen: ClassVar[int] = 1
+
+    def prepare(self, releases: Releases) -> App:
+        """What must happen before the measurement starts."""
+        return App(releases, NAME)
+
+    def fail(self, app: App) -> None:
+        raise NotImplementedError
+
+    def fix(self, app: App) -> None:
+        raise NotImplementedError
+
+    def failures(self, app: App) -> list[Attempt]:
+        """The failed attempts the witness saw; empty where a failure leaves no trace."""
+        return []
+
+    def wait_failures(self, app: App, timeout: float) -> list[Attempt]:
+        raise NotImplementedError
+
+    def recovery(self, app: App, since: float, timeout: float) -> Attempt:
+        """The first successful attempt since `since`: here the apply of the rendered object."""
+
+        def allowed(attempt: Attempt) -> bool:
+            return not attempt.denied and not_by_suite(attempt)
+
+        return app.releases.recorder.wait_for(
+            since=since, name=app.object_name, dry_run=False, where=allowed, timeout=timeout
+        )[0]
+
+    def check(self, app: App) -> None:
+        assert app.live_object()["data"] == {"content": "v1"}
+
+    def span(self, timing: Timing) -> float:
+        """Seconds from the start of the measurement to the latest recovery the test accepts."""
+        before_fix = sum(BACKOFF.delay(n) for n in range(1, self.seen))
+        delay = BACKOFF.delay(self.seen)
+        return timing.tolerance + before_fix + delay + timing.slack(delay)
+
+    def __repr__(self) -> str:
+        return self.reason
+
+
+class SourceNotReady(Transient):
+    """The source ConfigMap does not exist yet; the fix creates it."""
+
+    reason = "SourceNotReady"
+
+    def fail(self, app: App) -> None:
+        create_release(app, AUTOMATIC)
+
+    def fix(self, app: App) -> None:
+        app.set_content("v1")
+
+
+class ValuesNotReady(Transient):
+    """spec.values names a ConfigMap that does not exist yet; the fix creates it."""
+
+    reason = "ValuesNotReady"
+
+    def values(self, app: App) -> str:
+        return f"{app.name}-values"
+
+    def fail(self, app: App) -> None:
+        app.set_content("${greeting}")
+        create_release(app, AUTOMATIC, values={"configMapRef": {"name": self.values(app)}})
+
+    def fix(self, app: App) -> None:
+        body = {"metadata": {"name": self.values(app)}, "data": {"greeting": "v1"}}
+        app.releases.core.create_namespaced_config_map(app.namespace, body)
+
+
+class ClusterNotReady(Transient):
+    """spec.clusterRef names a Cluster that does not exist yet; the fix creates it with an
+    empty spec, which is the controller's own cluster."""
+
+    reason = "ClusterNotReady"
+    cluster = "target"
+
+    def fail(self, app: App) -> None:
+        app.set_content("v1")
+        create_release(app, AUTOMATIC, clusterRef={"name": self.cluster})
+
+    def fix(self, app: App) -> None:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Cluster",
+            "metadata": {"name": self.cluster},
+            "spec": {},
+        }
+        custom = client.CustomObjectsApi(app.releases.api)
+        version = API_VERSION.removeprefix(f"{GROUP}/")
+        custom.create_namespaced_custom_object(GROUP, version, app.namespace, "clusters", body)
+
+
+class DeployFailed(Transient):
+    """The witness refuses the applies of the rendered object; the fix lifts the refusal."""
+
+    reason = "DeployFailed"
+    seen = SEEN_FAILURES
+
+    def fail(self, app: App) -> None:
+        app.deny_applies()
+        app.set_content("v1")
+        create_release(app, AUTOMATIC)
+
+    def fix(self, app: App) -> None:
+        app.releases.recorder.allow_all()
+
+    def failures(self, app: App) -> list[Attempt]:
+        return [attempt for attempt in app.attempts(dry_run=False) if attempt.denied]
+
+    def wait_failures(self, app: App, timeout: float) -> list[Attempt]:
+        def denied(attempt: Attempt) -> bool:
+            return attempt.denied and not_by_suite(attempt)
+
+        return app.releases.recorder.wait_for(
+            count=self.seen, name=app.object_name, dry_run=False, where=denied, timeout=timeout
+        )
+
+
+class PruneFailed(Transient):
+    """The render drops an applied object whose delete the witness refuses; the fix lifts it.
+
+    The object opts in to the witness's DELETE interception, so the prune's deletes are seen,
+    and refused, like applies.
+    """
+
+    reason = "PruneFailed"
+    seen = SEEN_FAILURES
+
+    def pruned(self, app: App) -> str:
+        return f"{app.name}-pruned"
+
+    def prepare(self, releases: Releases) -> App:
+        app = App(releases, NAME)
+        app.set_content("v1", extra=[witness_deletes(content_object(self.pruned(app), "old"))])
+        create_release(app, AUTOMATIC)
+        app.wait_applied("True", "Applied")
+        assert self.live_pruned(app) is not None, "the object to prune was not applied"
+        return app
+
+    def fail(self, app: App) -> None:
+        app.releases.recorder.deny(
+            operation="DELETE", name=self.pruned(app), message="prune refused for the test"
+        )
+        app.set_content("v1")  # the render no longer has the object: the next apply prunes it
+        app.request_sync()  # starts the reconcile that prunes
+
+    def fix(self, app: App) -> None:
+        app.releases.recorder.allow_all()
+
+    def failures(self, app: App) -> list[Attempt]:
+        deletes = app.releases.recorder.attempts(operation="DELETE", name=self.pruned(app))
+        return [attempt for attempt in deletes if attempt.denied]
+
+    def wait_failures(self, app: App, timeout: float) -> list[Attempt]:
+        return app.releases.recorder.wait_for(
+            count=self.seen,
+            operation="DELETE",
+            name=self.pruned(app),
+            where=lambda attempt: attempt.denied,
+            timeout=timeout,
+        )
+
+    def recovery(self, app: App, since: float, timeout: float) -> Attempt:
+        return app.releases.recorder.wait_for(
+            since=since,
+            operation="DELETE",
+            name=self.pruned(app),
+            where=lambda attempt: not attempt.denied,
+            timeout=timeout,
+        )[0]
+
+    def check(self, app: App) -> None:
+        super().check(app)
+        assert self.live_pruned(app) is None, "the pruned object is still there"
+
+    def live_pruned(self, app: App) -> Any:
+        try:
+            return app.releases.core.read_namespaced_config_map(self.pruned(app), app.namespace)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+
+TRANSIENT = [SourceNotReady(), ValuesNotReady(), ClusterNotReady(), DeployFailed(), PruneFailed()]
+
+
+@pytest.mark.rule("REQ-1")
+@pytest.mark.parametrize("case", TRANSIENT, ids=repr)
+def test_a_transient_failure_is_retried_with_backoff(
+    case: Transient, releases: Releases, timing: Timing, resync_clock: ResyncClock
+) -> None:
+    """After the failure shows in status, the cause goes away without any event that starts a
+    reconcile; the Release is then applied within the backoff delay due at that point (plus
+    slack). No interval is set and no resync tick falls in the measurement, so only a backoff
+    retry can explain it. Where the witness sees the failed attempts (DeployFailed,
+    PruneFailed), it also shows two retries whose gaps grow."""
+    app = case.prepare(releases)
+    span = case.span(timing)
+    resync_clock.quiet_slot(span)
+    start = releases.recorder.mark()
+    case.fail(app)
+    first = first_failure(app, case.reason, since=start)
+    if case.seen > 1:
+        ladder = sum(BACKOFF.delay(n) for n in range(1, case.seen))
+        seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
+        measured = gaps(seen)
+        expected = [BACKOFF.delay(n) for n in range(1, case.seen)]
+        print(
+            f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s "
+            f"(backoff {seconds(expected)} s)"
+        )
+        note = ticks_note(resync_clock, start, releases.recorder.mark())
+        # Growth beyond noise: each gap longer than the one before by its relative slack.
+        growth = 1 + timing.tolerance_ratio
+        assert all(b > a * growth for a, b in itertools.pairwise(measured)), (
+            f"the gaps between failed attempts do not grow (each by more than "
+            f"{timing.tolerance_ratio:.0%}): {seconds(measured)} s{note}"
+        )
+
+    fixing = releases.recorder.mark()
+    case.fix(app)
+    failures = case.failures(app)
+    if failures:
+        # The retry after failure k waits delay(k), counted from that failure.
+        retry, last = len(failures), failures[-1].at
+        due = last + BACKOFF.delay(retry)
+    else:
+        # Failures leave no trace here: retries are due on the ladder from the first one.
+        retry, after_first = BACKOFF.next_retry(fixing - first)
+        last, due = first, first + after_first
+    delay = BACKOFF.delay(retry)
+    deadline = due + timing.slack(delay)
+    try:
+        recovered = case.recovery(
+            app, since=fixing, timeout=deadline - releases.recorder.mark() + timing.reconcile
+        )
+    except WitnessTimeout as error:
+        pytest.fail(
+            f"{case.reason}: not applied within {deadline - last + timing.reconcile:.1f} s of "
+            f"the last failure after its cause was removed: no backoff retry\n{error}"
+        )
+    took = recovered.at - last
+    print(
+        f"{case.reason}: fixed {fixing - last:.2f} s after the last failure; recovered "
+        f"{took:.2f} s after it (retry {retry} due after {due - last:.2f} s, "
+        f"limit {deadline - last:.2f} s)"
+    )
+    note = ticks_note(resync_clock, start, recovered.at)
+    assert recovered.at <= deadline, (
+        f"recovered {took:.2f} s after the last failure, later than retry {retry} of the "
+        f"backoff ({due - last:.2f} s + slack {timing.slack(delay):.2f} s){note}"
+    )
+    app.wait_applied("True", "Applied")
+    case.check(app)
+
+
+# -- REQ-2: the reasons that are not transient -----------------------------------------------
+
+#: What the suite writes into the Applied message of an Unsupported Release (see Unsupported).
+PROBE_MESSAGE = "overwritten by convoy-conformance: a reconcile writes the real message back"
+
+Revealed = Callable[[Obj], bool]
+
+
+class NotTransient:
+    """One reason that is not transient, and a change that only a reconcile can reveal."""
+
+    reason: ClassVar[str]
+    sync_policy: ClassVar[Obj] = AUTOMATIC
+    #: (status, reason) of Applied after a periodic reconcile has revealed the change
+    after_periodic: ClassVar[tuple[str, str]]
+
+    def start(self, releases: Releases, sync_policy: Obj) -> App:
+        raise NotImplementedError
+
+    def change(self, app: App) -> Revealed:
+        """Make the change (no event); return a test of the Release: has a reconcile seen it?"""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.reason
+
+
+class Unappliable(NotTransient):
+    """The render holds a ConfigMap whose data is not a string: the API server rejects it in
+    the pre-apply dry run. The change fixes the source. Each reconcile leaves a trace: the
+    dry run of the valid object, which comes first in the render."""
+
+    reason = "Unappliable"
+    after_periodic = ("True", "Applied")
+    rejected = "rejected"
+
+    def start(self, releases: Releases, sync_policy: Obj) -> App:
+        app = App(releases, NAME)
+        invalid = {**content_object(self.rejected, "x"), "data": {"content": 1}}
+        app.set_content("v1", extra=[invalid])
+        create_release(app, sync_policy)
+        return app
+
+    def change(self, app: App) -> Revealed:
+        message = condition(app.get())["message"]
+        assert self.rejected in message, f"the message does not name the object: {message}"
+        app.set_content("v1")
+        return lambda release: condition(release)["status"] == "True"
+
+
+class WaitingForSync(NotTransient):
+    """Manual mode, never synced. The change is a new source: a reconcile writes its renderRef
+    to status (a status write the witness sees)."""
+
+    reason = "WaitingForSync"
+    sync_policy = MANUAL
+    after_periodic = ("False", "WaitingForSync")
+
+    def start(self, releases: Releases, sync_policy: Obj) -> App:
+        return releases.app(NAME, sync_policy=sync_policy)
+
+    def change(self, app: App) -> Revealed:
+        before = app.status()["renderRef"]
+        app.set_content("v2")
+        return lambda release: (release.get("status") or {}).get("renderRef") != before
+
+
+class Unsupported(NotTransient):
+    """spec.source.kind GitRepository. Nothing the suite can change outside the spec reaches
+    this reconcile's outcome, so the change is a probe: the suite overwrites the Applied
+    message through the status subresource (a status write starts no reconcile, TRIG-8), and
+    a reconcile writes the real message back."""
+
+    reason = "Unsupported"
+    after_periodic = ("False", "Unsupported")
+
+    def start(self, releases: Releases, sync_policy: Obj) -> App:
+        app = App(releases, NAME)
+        create_release(app, sync_policy, source={"kind": "GitRepository", "name": "web"})
+        return app
+
+    def change(self, app: App) -> Revealed:
+        release = app.get()
+        conditions = [
+            {**c, "message": PROBE_MESSAGE} if c["type"] == "Applied" else c
+            for c in release["status"]["conditions"]
+        ]
+        app.releases.resource.status.patch(
+            name=app.name,
+            namespace=app.namespace,
+            body={"status": {"conditions": conditions}},
+            content_type="application/merge-patch+json",
+            field_manager=SUITE_MANAGER,
+        )
+        return lambda release: condition(release)["message"] != PROBE_MESSAGE
+
+
+NOT_TRANSIENT = [Unappliable(), WaitingForSync(), Unsupported()]
+
+
+def reconcile_traces(app: App) -> Callable[[Attempt], bool]:
+    """What a reconcile of `app` leaves with the witness: an apply or dry run of its rendered
+    object, or a write of its status; the suite's own writes are not traces."""
+
+    def trace(attempt: Attempt) -> bool:
+        if not not_by_suite(attempt):
+            return False
+        rendered = attempt.name == app.object_name and attempt.subresource == ""
+        status = (attempt.kind.kind, attempt.name, attempt.subresource) == (
+            "Release",
+            app.name,
+            "status",
+        )
+        return rendered or status
+
+    return trace
+
+
+@pytest.mark.rule("REQ-2")
+@pytest.mark.parametrize("case", NOT_TRANSIENT, ids=repr)
+def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
+    case: NotTransient, releases: Releases, timing: Timing, resync_clock: ResyncClock
+) -> None:
+    """No interval: after the first failure nothing reconciles the Release during the quiet
+    period, although its retryBackoff would retry after 1 s and 3 s.
+
+    What is observable: right after the failure the test makes a change that any later
+    reconcile reveals, and a reconcile leaves traces with the witness: for Unappliable the dry
+    run of the render and then its apply, for WaitingForSync a status write with the new
+    renderRef, for Unsupported a status write that restores the Applied message the suite
+    overwrote. So a backoff retry shows as a trace, and as the change revealed on the Release.
+    At the end a /sync (an event) reconciles the Release and reveals the change: proof that the
+    quiet period would have shown a retry.
+    What is not observable: a reconcile that writes nothing and changes nothing. For
+    Unsupported the probe covers that only if the controller writes status when it differs
+    from its outcome; a controller that retried Unsupported but skipped the write from memory
+    of what it wrote would pass unseen (such a retry changes nothing, for anyone).
+    """
+    quiet = timing.quiet_for(BACKOFF.delay(1), BACKOFF.delay(2))
+    resync_clock.quiet_slot(timing.tolerance + quiet)
+    app = case.start(releases, case.sync_policy)
+    failed = first_failure(app, case.reason)
+    revealed = case.change(app)
+    changed = releases.recorder.mark()
+    traces = releases.recorder.quiet(
+        failed + quiet - changed, since=failed + 1e-6, subresource=None, where=reconcile_traces(app)
+    )
+    print(
+        f"{case.reason}: change made {changed - failed:.2f} s after the failure; quiet for "
+        f"{quiet:g} s from the failure: {len(traces)} trace(s)"
+    )
+    note = ticks_note(resync_clock, failed, failed + quiet)
+    assert traces == [], (
+        f"reconciled {traces[0].at - failed:.2f} s after a {case.reason} failure with no event: "
+        f"{traces[0].describe()}{note}"
+    )
+    release = app.get()
+    assert (condition(release)["reason"], revealed(release)) == (case.reason, False)
+
+    app.request_sync()
+    app.wait_for(revealed, f"a reconcile after /sync revealing the change ({case.reason})")
+
+
+@pytest.mark.rule("REQ-2")
+@pytest.mark.parametrize("case", NOT_TRANSIENT, ids=repr)
+def test_a_reason_that_is_not_transient_is_checked_again_at_the_periodic_reconcile(
+    case: NotTransient, releases: Releases, timing: Timing, resync_clock: ResyncClock
+) -> None:
+    """interval 2s: the change made right after the failure is revealed by the periodic
+    reconcile, one interval after the failure, with no event."""
+    interval = 2.0
+    resync_clock.quiet_slot(timing.tolerance + interval + timing.slack(interval))
+    app = case.start(releases, {**case.sync_policy, "interval": f"{interval:g}s"})
+    failed = first_failure(app, case.reason)
+    revealed = case.change(app)
+    changed = releases.recorder.mark()
+    limit = interval + timing.slack(interval)
+    try:
+        [trace, *_] = releases.recorder.wait_for(
+            since=changed,
+            subresource=None,
+            where=reconcile_traces(app),
+            timeout=failed + limit - changed + timing.reconcile,
+        )
+    except WitnessTimeout as error:
+        pytest.fail(
+            f"{case.reason}: no reconcile within {limit + timing.reconcile:.1f} s of the "
+            f"failure, with interval {interval:g} s: not checked again periodically\n{error}"
+        )
+    took = trace.at - failed
+    print(
+        f"{case.reason}: change made {changed - failed:.2f} s after the failure; next reconcile "
+        f"{took:.2f} s after it (interval {interval:g} s)"
+    )
+    note = ticks_note(resync_clock, failed, trace.at)
+    assert abs(took - interval) <= timing.slack(interval), (
+        f"the next reconcile came {took:.2f} s after the failure, not one interval "
+        f"({interval:g} s +- {timing.slack(interval):.2f} s): {trace.describe()}{note}"
+    )
+    release = app.wait_for(revealed, "the change revealed", timeout=timing.reconcile)
+    status, reason = case.after_periodic
+    applied = condition(release)
+    assert (applied["status"], applied["reason"]) == (status, reason), applied
