@@ -1,9 +1,13 @@
-# Two entry points (see README): `make conformance` and `make test`.
+# Entry points (see README): `make conformance` and `make test`; `make mutants`, `make certify`.
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
+# Development runs: the reference controller resyncs every 30 s instead of the default 2 min
+# (a run with it does not certify; see docs/certification.md).
+FAST := --timing controller_resync=30s
+WORKERS ?= 3
 
-.PHONY: conformance test lint binaries
+.PHONY: conformance certify test lint binaries mutants
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +20,18 @@ binaries: $(BIN)/.installed
 	$(BIN)/convoy-conformance binaries
 
 conformance: binaries
-	$(BIN)/convoy-conformance run $(ARGS)
+	$(BIN)/convoy-conformance run $(FAST) -n $(WORKERS) $(ARGS)
+
+certify: binaries
+	$(BIN)/convoy-conformance run -n $(WORKERS) $(ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 test: lint binaries
-	$(BIN)/pytest tests $(ARGS)
+	$(BIN)/pytest tests conformance/suite $(FAST) -n $(WORKERS) -m "not mutation" $(ARGS)
+	$(BIN)/pytest tests/mutation -m mutation -s $(ARGS)
+
+mutants: binaries
+	$(BIN)/convoy-conformance mutants --run $(FAST) $(ARGS)

@@ -12,11 +12,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.clusters.local import free_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
+from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
@@ -34,6 +35,9 @@ class HostController:
     #: a mutant of mutants/ to run instead of the reference controller
     mutant: str | None = None
     process: ManagedProcess | None = None
+    #: the subresource API it serves and registers; the API server must reach this machine's
+    #: loopback (the local provider). None: the controller serves no subresource API.
+    subresources: LocalSubresourceAPI | None = field(default_factory=LocalSubresourceAPI)
 
     def argv(self, health_port: int) -> list[str]:
         argv = [
@@ -45,7 +49,8 @@ class HostController:
             f"--health-port={health_port}",
             "--metrics-port=0",
         ]
-        return argv + ([f"--namespace={self.namespace}"] if self.namespace else [])
+        argv += [f"--namespace={self.namespace}"] if self.namespace else []
+        return argv + (self.subresources.flags(self.log_path.parent) if self.subresources else [])
 
     def start(self) -> HostController:
         port = free_port()
@@ -53,6 +58,8 @@ class HostController:
         self.process = ManagedProcess("convoy controller", self.argv(port), self.log_path, env)
         self.process.start()
         self._wait_ready(f"http://127.0.0.1:{port}/readyz")
+        if self.subresources:
+            self.subresources.register(self.kubeconfig)
         return self
 
     def stop(self) -> None:

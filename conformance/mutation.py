@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 import time
@@ -18,8 +19,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conformance import catalog
+from conformance.controllers import MUTANT_VARIABLE
+
+if TYPE_CHECKING:
+    from mutants import Mutant
 
 
 @dataclass
@@ -57,10 +63,29 @@ def read_junit(path: Path, name: str, seconds: float) -> Outcome:
     return outcome
 
 
+PLUGIN_SHIM = '#!/bin/sh\nexec {python} -m mutants.kubectl "$@"\n'
+
+
+def mutant_environment(mutant: Mutant | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
+    """How a run selects `mutant`: a controller flag, or a broken `kubectl-convoy` on PATH."""
+    if mutant is None:
+        return [], dict(os.environ)
+    if mutant.kind == "controller":
+        return [f"--convoy-mutant={mutant.name}"], dict(os.environ)
+    shim_dir = workdir / f"{mutant.name}-bin"
+    shim_dir.mkdir(exist_ok=True)
+    shim = shim_dir / "kubectl-convoy"
+    shim.write_text(PLUGIN_SHIM.format(python=sys.executable))
+    shim.chmod(0o755)
+    path = os.pathsep.join([str(shim_dir), os.environ.get("PATH", "")])
+    return [], {**os.environ, "PATH": path, MUTANT_VARIABLE: mutant.name}
+
+
 def run_selection(
-    name: str, tests: list[str], mutant: str | None, workdir: Path, pytest_args: list[str]
+    name: str, tests: list[str], mutant: Mutant | None, workdir: Path, pytest_args: list[str]
 ) -> Outcome:
     junit = workdir / f"{name}.xml"
+    flags, env = mutant_environment(mutant, workdir)
     argv = [
         sys.executable,
         "-m",
@@ -70,18 +95,17 @@ def run_selection(
         "-q",
         "-p",
         "no:cacheprovider",
+        *flags,
         *pytest_args,
     ]
-    if mutant:
-        argv.append(f"--convoy-mutant={mutant}")
     started = time.monotonic()
     with (workdir / f"{name}.log").open("w") as log:
-        subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+        subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
     return read_junit(junit, name, time.monotonic() - started)
 
 
 def kill_run(
-    mutants: list,
+    mutants: list[Mutant],
     suite_dir: Path,
     workdir: Path,
     pytest_args: list[str],
@@ -97,7 +121,7 @@ def kill_run(
     progress(baseline)
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [
-            pool.submit(run_selection, m.name, chosen[m.name], m.name, workdir, pytest_args)
+            pool.submit(run_selection, m.name, chosen[m.name], m, workdir, pytest_args)
             for m in mutants
         ]
         outcomes = []

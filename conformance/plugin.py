@@ -112,7 +112,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     used_kind = CHOICE in config.stash and config.stash[CHOICE].provider == "kind"
     if used_kind and not is_xdist_worker(config):
-        kind_provider(config, keep=config.getoption("keep_cluster")).stop()
+        kind = kind_provider(config, keep=config.getoption("keep_cluster"))
+        if session.testsfailed:
+            report_dir = Path(config.getoption("report_dir") or "reports")
+            kind.collect_diagnostics(report_dir / "diagnostics")
+        kind.stop()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

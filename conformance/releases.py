@@ -77,12 +77,16 @@ class Releases:
         *,
         sync_policy: Obj | None = None,
         content: str = "v1",
+        extra: list[Obj] | None = None,
         annotations: dict[str, str] | None = None,
         **spec: Any,
     ) -> App:
-        """Create the source, then the Release (so the first reconcile finds its source)."""
+        """Create the source, then the Release (so the first reconcile finds its source).
+
+        The source renders the App's content object and the `extra` objects.
+        """
         created = App(self, name)
-        created.set_content(content)
+        created.set_content(content, extra=extra)
         body = {
             "apiVersion": API_VERSION,
             "kind": "Release",
@@ -93,6 +97,19 @@ class Releases:
             body["spec"]["syncPolicy"] = sync_policy
         self.resource.create(body=body, namespace=self.namespace)
         return created
+
+    def cluster(self, name: str, spec: Obj | None = None) -> None:
+        """A Cluster object; an empty spec names the cluster the controller runs against."""
+        clusters = dynamic.DynamicClient(self.api).resources.get(
+            api_version=API_VERSION, kind="Cluster"
+        )
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": spec or {},
+        }
+        clusters.create(body=body, namespace=self.namespace)
 
 
 @dataclass
@@ -183,6 +200,17 @@ class App:
                     f"Release {self.namespace}/{self.name}: no {what} after {limit:g} s; "
                     f"Applied is {condition(release)}"
                 )
+            time.sleep(POLL)
+
+    def holds_for(self, predicate: Callable[[Obj], bool], what: str, seconds: float) -> None:
+        """A quiet period on the Release: `predicate` must hold at every poll for `seconds`."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            release = self.get()
+            assert predicate(release), (
+                f"Release {self.namespace}/{self.name}: {what} stopped holding; status "
+                f"{release.get('status')}"
+            )
             time.sleep(POLL)
 
     def wait_applied(self, status: str, reason: str, timeout: float | None = None) -> Obj:

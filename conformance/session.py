@@ -17,7 +17,7 @@ import pytest
 from conformance.clusters import binaries
 from conformance.clusters.base import Cluster
 from conformance.clusters.existing import ExistingCluster
-from conformance.clusters.kind import KindProvider
+from conformance.clusters.kind import KindError, KindProvider, kind_versions
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.select import Choice, choose
 from conformance.timing import Timing
@@ -39,9 +39,19 @@ def provider_choice(config: pytest.Config) -> Choice:
     if CHOICE not in config.stash:
         option = config.getoption
         config.stash[CHOICE] = choose(
-            option("cluster"), kubeconfig=option("kubeconfig"), kind_image=option("kind_image")
+            option("cluster"),
+            kubeconfig=option("kubeconfig"),
+            kind_image=option("kind_image") or kind_node_image(option("kube_version")),
         )
     return config.stash[CHOICE]
+
+
+def kind_node_image(kube_version: str | None) -> str | None:
+    """The versions file's node image for --kube-version (default: the newest), if it has one."""
+    try:
+        return kind_versions().node_image(kube_version)
+    except KindError:
+        return None
 
 
 def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
@@ -51,6 +61,7 @@ def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
         kind_bin=config.getoption("kind_bin"),
         kubectl_bin=config.getoption("kind_kubectl_bin"),
         keep=keep,
+        kube_version=config.getoption("kube_version"),
     )
 
 

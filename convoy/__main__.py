@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kubernetes import client, config
 
+from convoy import subresources_server
 from convoy.controller import Controller
 from convoy.durations import parse_duration
 
@@ -33,7 +34,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (0: off)")
     parser.add_argument("--log-level", default="INFO")
-    return parser.parse_args(argv)
+    subresources_server.add_arguments(parser)
+    args = parser.parse_args(argv)
+    subresources_server.check_arguments(parser, args)
+    return args
 
 
 def api_client(kubeconfig: str | None) -> client.ApiClient:
@@ -82,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())
     controller.start()
+    # Before the probes: once /readyz answers, the subresource API is listening too.
+    subresources_server.start(args, api_client(args.kubeconfig))
     serve(
         args.health_port,
         {

@@ -63,7 +63,7 @@ def dry_run(target: Target, objects: Sequence[Obj]) -> None:
             continue
         with _failing(Reason.UNAPPLIABLE, f"dry run of {describe(obj)}"):
             try:
-                _server_side_apply(target.resource(obj["apiVersion"], obj["kind"]), obj, "All")
+                _apply_body(target.resource(obj["apiVersion"], obj["kind"]), obj, "All")
             except client.ApiException as error:
                 if not _missing_namespace(error, namespaces):
                     raise
@@ -131,7 +131,50 @@ def matches(rendered: Any, live: Any) -> bool:
 
 def _apply_one(target: Target, obj: Obj) -> None:
     with _failing(Reason.DEPLOY_FAILED, f"apply of {describe(obj)}"):
-        _server_side_apply(target.resource(obj["apiVersion"], obj["kind"]), obj)
+        _apply_body(target.resource(obj["apiVersion"], obj["kind"]), obj)
+
+
+def _apply_body(resource: Resource, obj: Obj, dry_run: str | None = None) -> None:
+    """Server-side apply of `obj`, working around the API server turning an empty map into null.
+
+    When an apply sets a map to `{}` and the field manager owned fields inside it from an
+    earlier apply (`spec: {}` after `spec: {version: 2}`), kube-apiserver removes those fields
+    and stores the emptied map as null (structured-merge-diff's RemoveItems, kubernetes/kubernetes
+    issues 104694 and 117447), which the schema of a custom resource rejects with 422
+    `Invalid value: "null"`. The render is fine, and applies to a new object: so, on that error,
+    apply it first without its empty maps (removing the maps and the fields convoy owned in them;
+    fields of other managers stay), then as it is, which adds the empty maps back. A dry run
+    checks the first step only, since nothing it does persists.
+    """
+    try:
+        _server_side_apply(resource, obj, dry_run)
+    except client.ApiException as error:
+        emptied = without_empty_maps(obj)
+        if not _null_for_empty_map(error) or emptied == obj:
+            raise
+        try:
+            _server_side_apply(resource, emptied, dry_run)
+        except client.ApiException:
+            raise error from None
+        if dry_run is None:
+            _server_side_apply(resource, obj, dry_run)
+
+
+def without_empty_maps(obj: Obj) -> Obj:
+    """A copy of `obj` without the keys whose value is `{}`, or is a map that has nothing else
+    (`{"a": {"b": {}}}` loses `a`). Lists are kept as they are."""
+    kept: Obj = {}
+    for key, value in obj.items():
+        if isinstance(value, dict):
+            value = without_empty_maps(value)
+            if not value:
+                continue
+        kept[key] = value
+    return kept
+
+
+def _null_for_empty_map(error: client.ApiException) -> bool:
+    return error.status == 422 and 'Invalid value: "null"' in api_message(error)
 
 
 def _server_side_apply(resource: Resource, obj: Obj, dry_run: str | None = None) -> None:

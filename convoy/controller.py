@@ -3,7 +3,11 @@
 Requeue rules (docs/api-reference.md, "Requeue"): a transient failure is retried with the
 Release's retryBackoff, or the queue's default limiter, and keeps its failure count; a success
 or a hold forgets the count; with an interval, every outcome other than a transient failure
-schedules the next periodic reconcile.
+schedules the next periodic reconcile. A reconcile that depends on a deadline (a rollout's
+healthTimeout, a hook batch's 60 s) also schedules one at that deadline.
+
+Besides the reconcile workers the process runs the observer (convoy.observer), which the
+Release and ReleaseInventory informers feed too.
 """
 
 from __future__ import annotations
@@ -19,15 +23,21 @@ from kubernetes import client, dynamic
 from convoy import api
 from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
+from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key
-from convoy.reconciler import Reconciler, Result
+from convoy.observer import Observer
+from convoy.reconciler import Context, Reconciler, Result
+from convoy.renders import RenderMemory
 from convoy.targets import Targets
-from convoy.triggers import release_trigger
+from convoy.triggers import inventory_trigger, release_trigger, wave_trigger
+from convoy.waves import higher_waves
 from convoy.workqueue import WorkQueue
 
 log = logging.getLogger("convoy")
 
 Obj = dict[str, Any]
+#: How long start() waits for the ReleaseInventory cache before the first reconcile.
+INVENTORY_SYNC_TIMEOUT = 30.0
 
 
 class Controller:
@@ -45,23 +55,63 @@ class Controller:
         self._workers = workers
         self._dynamic = dynamic.DynamicClient(api_client)
         self._releases = self._dynamic.resources.get(api_version=api.API_VERSION, kind="Release")
+        inventories = self._dynamic.resources.get(
+            api_version=api.API_VERSION, kind="ReleaseInventory"
+        )
         self.queue: WorkQueue[str] = WorkQueue(self._clock)
         self._why: dict[str, set[str]] = defaultdict(set)
         self._why_lock = threading.Lock()
-        self._reconciler = Reconciler(
-            client.CoreV1Api(api_client), Targets(api_client), self._clock
+        self.informer = Informer(self._releases, self._on_event, resync, self._stop, namespace)
+        self.inventory_informer = Informer(
+            inventories, self._on_inventory, 0, self._stop, namespace
         )
-        self.informer = Informer(self._releases, self._on_release, resync, self._stop, namespace)
+        core, targets = client.CoreV1Api(api_client), Targets(api_client)
+        renders, hooks = RenderMemory(), Hooks(self._clock)
+        self.observer = Observer(
+            releases=self._releases,
+            inventories=inventories,
+            release_cache=self.informer,
+            inventory_cache=self.inventory_informer,
+            targets=targets,
+            core=core,
+            clock=self._clock,
+            renders=renders,
+            hooks=hooks,
+        )
+        context = Context(
+            releases=self.informer.list,
+            inventory=self.observer.inventory,
+            assess=self.observer.assess_now,
+        )
+        self._reconciler = Reconciler(
+            core, targets, self._clock, context=context, renders=renders, hooks=hooks
+        )
         self._outcomes: Counter[str] = Counter()
 
     # -- events -> queue -----------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        """Every Release event: the reconcile predicates, then the observer."""
+        self._on_release(event)
+        self.observer.on_release(event)
+
     def _on_release(self, event: Event) -> None:
         trigger = release_trigger(event)
         key = object_key(event.new)
         if event.type == EventType.DELETED:
             self.queue.forget(key)
+            self._reconciler.forget(key)
         if trigger:
             self.enqueue(key, trigger)
+        if wave_trigger(event):
+            why = f"lower-wave-changed:{event.new['metadata']['name']}"
+            for higher in higher_waves(event.new, self.informer.list()):
+                self.enqueue(object_key(higher), why)
+
+    def _on_inventory(self, event: Event) -> None:
+        """New health data starts a reconcile of the Release the inventory belongs to."""
+        trigger = inventory_trigger(event)
+        if trigger and self.observer.is_news(event.new):
+            self.enqueue(object_key(event.new), trigger)
 
     def enqueue(self, key: str, why: str) -> None:
         with self._why_lock:
@@ -70,13 +120,19 @@ class Controller:
 
     # -- running -------------------------------------------------------------------------------
     def start(self) -> None:
+        """Inventories first: the first reconciles read health from their cache."""
+        self.inventory_informer.start()
+        if not self.inventory_informer.wait_synced(INVENTORY_SYNC_TIMEOUT):
+            log.warning("ReleaseInventory cache not synced after %gs", INVENTORY_SYNC_TIMEOUT)
         self.informer.start()
+        self.observer.start()
         for number in range(self._workers):
             threading.Thread(target=self._work, name=f"worker-{number}", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()
         self.queue.shutdown()
+        self.observer.stop()
 
     def _work(self) -> None:
         while (key := self.queue.get()) is not None:
@@ -150,6 +206,8 @@ class Controller:
             return f"retry {self.queue.num_requeues(key)} in {delay:.3f}s"
         if result.outcome.applied or reason in HOLDS:
             self.queue.forget(key)
+        if result.recheck_after is not None:
+            self.queue.add_after(key, result.recheck_after)
         if policy and policy.interval > 0:
             self.queue.add_after(key, policy.interval)
             return f"next in {policy.interval:g}s"

@@ -1,4 +1,5 @@
-"""Reading a Release: its sync policy and its /sync requests, with clear errors for bad input."""
+"""Reading a Release: its sync policy, failure policy, pin and /sync requests, with clear errors
+for bad input."""
 
 from __future__ import annotations
 
@@ -36,6 +37,30 @@ class SyncPolicy:
         except ValueError as error:
             raise SpecError(f"spec.syncPolicy: {error}") from None
         return cls(automatic=spec.get("automatic") is True, interval=interval, backoff=backoff)
+
+
+@dataclass(frozen=True)
+class FailurePolicy:
+    """spec.failurePolicy: how long a rollout may take, and whether a failed one rolls back."""
+
+    health_timeout: float
+    rollback: bool
+
+    @classmethod
+    def of(cls, release: Obj) -> FailurePolicy | None:
+        spec = (release.get("spec") or {}).get("failurePolicy")
+        if spec is None:
+            return None
+        try:
+            timeout = parse_duration(spec.get("healthTimeout") or "")
+        except ValueError as error:
+            raise SpecError(f"spec.failurePolicy.healthTimeout: {error}") from None
+        return cls(health_timeout=timeout, rollback=spec.get("action") == "Rollback")
+
+
+def pin_of(release: Obj) -> str | None:
+    """The pinned renderRef, as written (an invalid one never equals a renderRef, so it holds)."""
+    return (release["metadata"].get("annotations") or {}).get(Annotation.PIN)
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,21 @@ class Mutant:
     rules: tuple[str, ...]
     description: str
     apply: Callable[[], None]
+    #: "controller": the controller process runs it; "plugin": `kubectl convoy` does
+    kind: str = "controller"
 
 
 REGISTRY: dict[str, Mutant] = {}
 
 
-def mutant(name: str, *rules: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+def mutant(
+    name: str, *rules: str, kind: str = "controller"
+) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register the decorated function as the change that makes mutant `name`."""
 
     def register(change: Callable[[], None]) -> Callable[[], None]:
         description = " ".join((change.__doc__ or "").split())
-        REGISTRY[name] = Mutant(name, rules, description, change)
+        REGISTRY[name] = Mutant(name, rules, description, change, kind)
         return change
 
     return register

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from convoy import api, apply, backoff, controller, policy, reconciler, synctime
+from convoy import (
+    api,
+    apply,
+    backoff,
+    controller,
+    kubectl_plugin,
+    observer,
+    policy,
+    reconciler,
+    rollout,
+    subresources,
+    synctime,
+)
 from convoy.api import Annotation, Reason
 from mutants import mutant
 
@@ -418,3 +432,121 @@ def default_limiter_starts_at_50ms() -> None:
         controller_queue_init(self, clock, lambda retry: min(10 * original(retry - 1), 1000.0))
 
     controller.WorkQueue.__init__ = init
+
+
+# -- the subresource API, the observer, waves, rollouts (part 2) -------------------------------
+@mutant("sync-writes-an-old-time", "SYNC-1")
+def sync_writes_an_old_time() -> None:
+    """POST releases/<name>/sync writes a time an hour old instead of the current time."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        if subresource is subresources.Subresource.SYNC:
+            old = synctime.format_sync_time(self._clock.wall() - timedelta(hours=1), precise=True)
+            written = {key: old for key in written}
+        return written
+
+
+@mutant("pin-write-is-no-request", "SYNC-8")
+def pin_write_is_no_request() -> None:
+    """A write to /pin stores the pin without setting sync-requested-at."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        if subresource is subresources.Subresource.PIN:
+            written.pop(Annotation.SYNC_REQUESTED_AT)
+        return written
+
+
+@mutant("mutations-write-is-no-request", "TRIG-10", "SYNC-8")
+def mutations_write_is_no_request() -> None:
+    """Writes to /mutations and /lifecycle store their data without setting sync-requested-at."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        if subresource in (subresources.Subresource.MUTATIONS, subresources.Subresource.LIFECYCLE):
+            written.pop(Annotation.SYNC_REQUESTED_AT)
+        return written
+
+
+@mutant("force-annotation-not-written", "FORCE-1")
+def force_annotation_not_written() -> None:
+    """POST .../sync?force=true writes only sync-requested-at, not sync-force-requested-at."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        written.pop(Annotation.SYNC_FORCE_REQUESTED_AT, None)
+        return written
+
+
+@mutant("observer-never-syncs", "SYNC-9")
+def observer_never_syncs() -> None:
+    """The observer never sends a /sync (waves, new healthy render, hook batches)."""
+    observer.Observer._request_sync = lambda self, release, why: None
+
+
+@mutant("force-keeps-the-rollout", "FORCE-3")
+def force_keeps_the_rollout() -> None:
+    """A forced sync does not start a new rollout; a Failed or RolledBack one stays."""
+
+    @wrap(rollout.Rollouts, "start_if_new")
+    def start_if_new(original, self, key: str, status: Obj, ref: str, forced: bool) -> bool:
+        return original(self, key, status, ref, False)
+
+
+@mutant("inventory-ignored", "TRIG-6")
+def inventory_ignored() -> None:
+    """New health data in the ReleaseInventory starts no reconcile."""
+    controller.inventory_trigger = lambda event: None
+
+
+@mutant("lower-waves-ignored", "TRIG-7")
+def lower_waves_ignored() -> None:
+    """A lower wave's condition change starts no reconcile of the higher waves."""
+    controller.wave_trigger = lambda event: False
+
+
+@mutant("mutations-annotation-triggers", "TRIG-9")
+def mutations_annotation_triggers() -> None:
+    """A change of the mutations or lifecycle annotation through the main resource reconciles."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found or event.old is None:
+            return found
+        watched = (Annotation.MUTATIONS, Annotation.LIFECYCLE)
+        old = event.old["metadata"].get("annotations") or {}
+        new = event.new["metadata"].get("annotations") or {}
+        return "hooks-changed" if any(old.get(a) != new.get(a) for a in watched) else None
+
+
+@mutant("drift-checked-every-3s", "INT-2")
+def drift_checked_every_3s() -> None:
+    """The observer checks drift every 3 seconds, whatever the Release's interval."""
+    observer._interval = lambda release: 3.0
+
+
+# -- kubectl convoy (a plugin process: the runner puts a mutated kubectl-convoy on PATH) -------
+@mutant("plugin-sync-does-nothing", "SYNC-10", kind="plugin")
+def plugin_sync_does_nothing() -> None:
+    """`kubectl convoy release sync` reports success without sending the POST."""
+
+    @wrap(kubectl_plugin, "send")
+    def send(original, api_client, namespace: str, name: str, action):
+        if action.subresource is subresources.Subresource.SYNC:
+            return {"metadata": {"annotations": {}}}
+        return original(api_client, namespace, name, action)
+
+
+@mutant("plugin-ignores-force", "FORCE-6", kind="plugin")
+def plugin_ignores_force() -> None:
+    """`kubectl convoy release sync NAME --force` sends the POST without force."""
+
+    @wrap(kubectl_plugin, "sync")
+    def sync(original, args):
+        return dataclasses.replace(original(args), force=False)

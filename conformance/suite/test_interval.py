@@ -10,10 +10,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from datetime import datetime
 
 import pytest
 
-from conformance.releases import POLL, App, Releases, not_by_suite
+from conformance import widgets
+from conformance.releases import POLL, App, Releases, not_by_suite, parse_time
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import Attempt
@@ -141,3 +143,29 @@ def sentinel_tick(resync_clock: ResyncClock, at: float, within: float) -> float 
         if near or time.monotonic() > deadline:
             return min(near, key=lambda tick: abs(tick - at)) if near else None
         time.sleep(POLL)
+
+
+@pytest.mark.rule("INT-2")
+@pytest.mark.parametrize("interval", INTERVALS, ids=lambda interval: f"{interval:g}s")
+def test_the_observer_checks_drift_on_the_release_interval(
+    releases: Releases, timing: Timing, interval: float
+) -> None:
+    app = releases.app("web", sync_policy={"interval": f"{interval:g}s"})  # manual: drift stays
+    app.request_sync()
+    app.wait_applied("True", "Applied")
+    app.drift()
+    checks: list[datetime] = []
+
+    def drift_recorded() -> bool:
+        status = widgets.inventory_status(app)
+        checked = status.get("driftCheckedAt")
+        if checked and (not checks or parse_time(checked) != checks[-1]):
+            checks.append(parse_time(checked))
+        names = [ref["name"] for ref in status.get("drift") or []]
+        return app.object_name in names and len(checks) >= 3
+
+    budget = 3 * interval + timing.slack(interval) + timing.reconcile
+    app.wait_for(lambda _: drift_recorded(), "drift recorded in 3 drift checks", budget)
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(checks)][1:]
+    print(f"drift checks {', '.join(f'{g:.2f}' for g in gaps)} s apart (interval {interval:g} s)")
+    assert all(abs(gap - interval) <= timing.slack(interval) for gap in gaps), gaps

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conformance.releases import App, Releases, parse_time
+from conformance import subresources, widgets
+from conformance.clusters.base import Cluster
+from conformance.releases import (
+    GROUP,
+    SYNC_FORCE_REQUESTED_AT,
+    SYNC_REQUESTED_AT,
+    App,
+    Releases,
+    parse_time,
+)
 from conformance.timing import Timing
 
 
@@ -100,3 +110,121 @@ def test_automatic_mode_does_not_use_last_handled_sync_at(releases: Releases) ->
     since = app.releases.recorder.mark()
     app.request_sync()  # earlier than lastHandledSyncAt: still starts a reconcile that applies
     app.wait_attempts(since=since)
+
+
+@pytest.mark.rule("SYNC-1")
+def test_post_sync_writes_the_current_time_to_sync_requested_at(
+    releases: Releases, timing: Timing
+) -> None:
+    app = releases.app("web")
+    before = datetime.now(UTC)
+    subresources.post_sync(app)
+    written = parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
+    skew = (written - before).total_seconds()
+    print(f"sync-requested-at is {skew:+.3f} s from the time of the POST")
+    assert -timing.tolerance <= skew <= timing.reconcile
+    assert SYNC_FORCE_REQUESTED_AT not in subresources.annotations(app.get())
+
+
+SUBRESOURCE_WRITES = {
+    "pin": lambda app: {"renderRef": app.status()["renderRef"]},
+    "mutations": lambda app: [],
+    "lifecycle": lambda app: {},
+}
+
+
+@pytest.mark.rule("SYNC-8")
+@pytest.mark.parametrize("subresource", sorted(SUBRESOURCE_WRITES))
+def test_a_subresource_write_sets_sync_requested_at_and_counts_as_a_request(
+    releases: Releases, subresource: str
+) -> None:
+    app = releases.app("web")
+    app.wait_applied("False", "WaitingForSync")
+    before = app.get()
+    answer = subresources.put(app, subresource, SUBRESOURCE_WRITES[subresource](app))
+    until = answer.body["metadata"]["resourceVersion"]
+    _, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    assert f"{GROUP}/{subresource}" in subresources.annotations(after), (
+        f"the write of /{subresource} did not carry its data in the same update"
+    )
+    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
+    app.wait_applied("True", "Applied")  # in manual mode the write was a /sync request
+    assert last_handled(app).replace(microsecond=0) == written.replace(microsecond=0)
+
+
+@pytest.mark.rule("SYNC-10")
+def test_kubectl_convoy_release_sync_sends_the_post(
+    releases: Releases, cluster: Cluster, timing: Timing
+) -> None:
+    app = releases.app("web")
+    done = subresources.kubectl_convoy(
+        cluster.kubeconfig, app.namespace, "release", "sync", app.name
+    )
+    assert done.returncode == 0, done.stderr
+    annotations = subresources.annotations(app.get())
+    assert SYNC_REQUESTED_AT in annotations and SYNC_FORCE_REQUESTED_AT not in annotations
+    app.wait_applied("True", "Applied")
+
+
+def a_while_ago() -> datetime:
+    """A request time seconds in the past, so that a /sync sent now is in a later second."""
+    return datetime.now(UTC) - timedelta(seconds=3)
+
+
+def wait_for_observer_sync(app: App, previous: str) -> datetime:
+    """The time of the /sync the observer sends (a new sync-requested-at)."""
+    release = app.wait_for(
+        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) != previous,
+        "a /sync from the observer",
+    )
+    return parse_time(subresources.annotations(release)[SYNC_REQUESTED_AT])
+
+
+def wait_handled(app: App, request: datetime) -> None:
+    second = request.replace(microsecond=0)
+    app.wait_for(
+        lambda r: (
+            (r.get("status") or {}).get("lastHandledSyncAt")
+            and parse_time(r["status"]["lastHandledSyncAt"]).replace(microsecond=0) == second
+        ),
+        f"the request of {second} applied (lastHandledSyncAt)",
+    )
+
+
+@pytest.mark.rule("SYNC-9")
+def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(releases: Releases) -> None:
+    app = releases.app("web", extra=[widgets.widget("worker")])
+    previous = app.request_sync(at=a_while_ago())
+    app.wait_applied("True", "Applied")
+    app.set_content("v2", extra=[widgets.widget("worker")])  # a request would apply v2
+    widgets.set_health(app, "worker", "Healthy")
+    request = wait_for_observer_sync(app, previous)
+    wait_handled(app, request)  # manual mode: the observer's /sync was a request
+    assert app.live_object()["data"] == {"content": "v2"}
+
+
+@pytest.mark.rule("SYNC-9")
+def test_the_observer_sends_the_next_wave_a_sync_when_a_wave_completes(
+    releases: Releases,
+) -> None:
+    low = releases.app(
+        "low", sync_policy={"automatic": True}, wave=0, extra=[widgets.widget("low-worker")]
+    )
+    high = releases.app("high", wave=1)
+    high.wait_applied("False", "WaitingForSync")
+    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    widgets.set_health(low, "low-worker", "Healthy")
+    request = wait_for_observer_sync(high, previous)
+    wait_handled(high, request)
+
+
+@pytest.mark.rule("SYNC-9")
+def test_the_observer_sends_a_sync_when_a_hook_batch_completes(releases: Releases) -> None:
+    hooks = {"preApply": [[widgets.widget("migrate")]]}
+    app = releases.app("web", annotations={f"{GROUP}/lifecycle": json.dumps(hooks)})
+    previous = app.request_sync(at=a_while_ago())
+    app.wait_applied("False", "WaitingForHooks")
+    widgets.set_health(app, "migrate", "Healthy")
+    request = wait_for_observer_sync(app, previous)
+    wait_handled(app, request)
+    app.wait_applied("True", "Applied")

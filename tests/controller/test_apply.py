@@ -10,7 +10,16 @@ from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 from convoy.api import FIELD_MANAGER, RELEASE_LABEL, Reason, release_key
-from convoy.apply import ApplyError, apply, drift, dry_run, matches, prune, reference
+from convoy.apply import (
+    ApplyError,
+    apply,
+    drift,
+    dry_run,
+    matches,
+    prune,
+    reference,
+    without_empty_maps,
+)
 from convoy.render import Obj
 from convoy.targets import Target
 
@@ -121,6 +130,36 @@ def test_apply_order(
     applied = apply(target, [inside, custom, gizmo_crd, namespace_obj])
     assert applied == [reference(obj) for obj in (namespace_obj, gizmo_crd, inside, custom)]
     assert target.resource(custom["apiVersion"], "Gizmo").get(name="g", namespace=extra_namespace)
+
+
+def widget(namespace: str, **spec: object) -> Obj:
+    return {
+        "apiVersion": "testing.convoy.kumodo.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def test_an_empty_map_applies_over_the_fields_convoy_had_in_it(
+    target: Target, namespace: str
+) -> None:
+    """`spec: {}` after `spec: {version: 2}`, as a rollback applies it: kube-apiserver would store
+    the emptied spec as null, which the Widget's schema (spec: type object) rejects."""
+    apply(target, [widget(namespace)])
+    apply(target, [widget(namespace, version=2)])
+    dry_run(target, [widget(namespace)])
+    resource = target.resource("testing.convoy.kumodo.io/v1", "Widget")
+    assert resource.get(name="w", namespace=namespace).to_dict()["spec"] == {"version": 2}
+    apply(target, [widget(namespace)])
+    assert resource.get(name="w", namespace=namespace).to_dict()["spec"] == {}
+    assert drift(target, [widget(namespace)]) == []
+
+
+def test_without_empty_maps() -> None:
+    obj = {"a": {}, "b": {"c": {}}, "d": {"e": {}, "f": 1}, "g": [], "h": [{}], "i": None}
+    assert without_empty_maps(obj) == {"d": {"f": 1}, "g": [], "h": [{}], "i": None}
+    assert obj["a"] == {} and obj["b"] == {"c": {}}, "the object itself is left as it is"
 
 
 def test_apply_failure_names_the_object(target: Target, config_map: ConfigMap) -> None:

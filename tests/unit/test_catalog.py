@@ -9,23 +9,6 @@ import pytest
 from conformance import catalog
 from conformance.cli import SUITE_DIR
 
-#: Rules whose implementation (subresource API, observer, waves, rollouts, hooks) is not in
-#: the reference controller yet; issue "Reference controller, part 2" empties this set.
-AWAITING_PART_2 = {
-    "SYNC-1",
-    "SYNC-8",
-    "SYNC-9",
-    "SYNC-10",
-    "FORCE-1",
-    "FORCE-3",
-    "FORCE-6",
-    "TRIG-6",
-    "TRIG-7",
-    "TRIG-9",
-    "TRIG-10",
-    "INT-2",
-}
-
 
 @pytest.fixture(scope="module")
 def coverage() -> catalog.Coverage:
@@ -40,9 +23,7 @@ def test_the_catalog_has_the_43_rules_of_the_document_once_each() -> None:
 
 
 def test_every_rule_has_a_conformance_test(coverage: catalog.Coverage) -> None:
-    assert set(coverage.uncovered) <= AWAITING_PART_2, (
-        f"rules without a test: {sorted(set(coverage.uncovered) - AWAITING_PART_2)}"
-    )
+    assert coverage.uncovered == []
 
 
 def test_every_conformance_test_names_a_rule(coverage: catalog.Coverage) -> None:

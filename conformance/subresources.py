@@ -1,0 +1,93 @@
+"""The subresource API and `kubectl convoy`, as a user of the cluster calls them."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+
+from conformance.kube import RawResponse, raw_request
+from conformance.releases import API_VERSION, App
+
+GROUP = "subresources.convoy.kumodo.io"
+VERSION = "v1alpha1"
+Obj = dict[str, Any]
+
+
+def path(app: App, subresource: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{app.namespace}/releases/{app.name}/{subresource}"
+
+
+def post_sync(app: App, *, force: bool = False) -> RawResponse:
+    """POST releases/<name>/sync[?force=true] through the kube-apiserver."""
+    query = [("force", "true")] if force else []
+    answer = raw_request(app.releases.api, "POST", path(app, "sync"), query=query)
+    assert answer.ok, f"POST {path(app, 'sync')} answered {answer.status}: {answer.body}"
+    return answer
+
+
+def put(app: App, subresource: str, body: Any) -> RawResponse:
+    answer = raw_request(app.releases.api, "PUT", path(app, subresource), body=body)
+    assert answer.ok, f"PUT {path(app, subresource)} answered {answer.status}: {answer.body}"
+    return answer
+
+
+def annotations(release: Obj) -> dict[str, str]:
+    return release["metadata"].get("annotations") or {}
+
+
+def update_changing(app: App, since: Obj, until: str, annotation: str) -> tuple[Obj, Obj]:
+    """The update after `since` (up to resourceVersion `until`) that changed `annotation`.
+
+    Read from a watch, as (before, after): the controller's status writes interleave with the
+    write under test, so the test finds its update among them.
+    """
+    group, version = API_VERSION.split("/")
+    stream = watch.Watch().stream(
+        client.CustomObjectsApi(app.releases.api).list_namespaced_custom_object,
+        group,
+        version,
+        app.namespace,
+        "releases",
+        field_selector=f"metadata.name={app.name}",
+        resource_version=since["metadata"]["resourceVersion"],
+        timeout_seconds=60,
+    )
+    states = [since]
+    for event in stream:
+        states.append(event["object"])
+        if event["object"]["metadata"]["resourceVersion"] == until:
+            break
+    for before, after in itertools.pairwise(states):
+        if annotations(before).get(annotation) != annotations(after).get(annotation):
+            return before, after
+    raise AssertionError(f"no update up to resourceVersion {until} changed {annotation}")
+
+
+def kubectl_convoy(kubeconfig: Path, namespace: str, *args: str) -> subprocess.CompletedProcess:
+    """`kubectl convoy ...` as a user runs it: kubectl finds the plugin on PATH.
+
+    The suite's own environment comes last, so a plugin the user put on PATH is the one tested.
+    """
+    kubectl = shutil.which("kubectl") or _local_kubectl()
+    search = os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])
+    return subprocess.run(
+        [kubectl, "convoy", *args, "-n", namespace],
+        env={**os.environ, "PATH": search, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _local_kubectl() -> str:
+    from conformance.clusters import binaries
+
+    return str(binaries.resolve().kubectl)
