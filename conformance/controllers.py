@@ -52,10 +52,14 @@ class HostController:
         argv += [f"--namespace={self.namespace}"] if self.namespace else []
         return argv + (self.subresources.flags(self.log_path.parent) if self.subresources else [])
 
+    #: time.monotonic() of the last start: a restart starts the resync period anew
+    started_at: float = 0.0
+
     def start(self) -> HostController:
         port = free_port()
         env = {**os.environ, MUTANT_VARIABLE: self.mutant} if self.mutant else None
         self.process = ManagedProcess("convoy controller", self.argv(port), self.log_path, env)
+        self.started_at = time.monotonic()
         self.process.start()
         self._wait_ready(f"http://127.0.0.1:{port}/readyz")
         if self.subresources:

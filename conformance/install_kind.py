@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,8 @@ from typing import Any
 
 import filelock
 import yaml
+
+from conformance.clusters import pki
 
 log = logging.getLogger(__name__)
 
@@ -342,65 +345,10 @@ def serving_certificate(
     service: str = SERVICE, namespace: str = NAMESPACE, validity: dt.timedelta = CERT_VALIDITY
 ) -> ServingCertificate:
     """A new CA and a serving certificate it signs for the Service's DNS names (EC P-256)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = dt.datetime.now(dt.UTC)
-
-    def builder(subject: x509.Name, issuer: x509.Name, key: Any) -> x509.CertificateBuilder:
-        return (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(issuer)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + validity)
-        )
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}-ca")])
-    ca = (
-        builder(ca_name, ca_name, ca_key)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
+    ca = pki.new_ca(f"{service}-ca", validity)
     names = service_dns_names(service, namespace)
-    leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
-    cert = (
-        builder(leaf_name, ca_name, key)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    return ServingCertificate(
-        ca_pem=ca.public_bytes(pem),
-        cert_pem=cert.public_bytes(pem),
-        key_pem=key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-    )
+    leaf = pki.issue(ca, names[0], dns_names=names, server=True, validity=validity)
+    return ServingCertificate(ca_pem=ca.cert_pem, cert_pem=leaf.cert_pem, key_pem=leaf.key_pem)
 
 
 # -- the overlay -----------------------------------------------------------------------------
@@ -654,6 +602,9 @@ class InClusterController:
     image: str | None = None
     started: bool = False
 
+    #: time.monotonic() of the last start: a restart starts the resync period anew
+    started_at: float = 0.0
+
     def start(self) -> InClusterController:
         if self.image is None:
             lock = Path(tempfile.gettempdir()) / f"convoy-install-{self.installer.cluster}.lock"
@@ -671,6 +622,7 @@ class InClusterController:
             self.installer.run(scale_argv(k, kc, 1), "scaling the controller up")
             self.installer.wait_ready()
         self.started = True
+        self.started_at = time.monotonic()
         return self
 
     def installed_by(self) -> str:

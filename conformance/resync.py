@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import Any
 
 from kubernetes import client
 
@@ -25,9 +26,17 @@ log = logging.getLogger("conformance")
 
 class ResyncClock:
     def __init__(
-        self, api: client.ApiClient, witness: Witness, period: float, timing: Timing, run_id: str
+        self,
+        api: client.ApiClient,
+        witness: Witness,
+        period: float,
+        timing: Timing,
+        run_id: str,
+        controller: Any | None = None,
     ) -> None:
         self._api = api
+        #: the controller under test when the suite runs it: a restart resets the resync phase
+        self._controller = controller
         self._witness = witness
         self.period = period
         self._timing = timing
@@ -55,9 +64,22 @@ class ResyncClock:
         delete_namespace(client.CoreV1Api(self._api), self.namespace)
 
     def ticks(self) -> list[float]:
-        """Times of the resync reconciles seen so far."""
+        """Times of the resync reconciles seen so far (since the controller last started)."""
         assert self._sentinel is not None
+        self._follow_restart(wait=False)
         return [a.at for a in self._sentinel.attempts(since=self._created_at, dry_run=False)]
+
+    def _follow_restart(self, *, wait: bool) -> None:
+        """After a restart the ticks count from the restarted controller's initial list."""
+        started = getattr(self._controller, "started_at", 0.0)
+        if started <= self._created_at:
+            return
+        assert self._sentinel is not None
+        if wait:
+            self._sentinel.wait_attempts(since=started)
+        initial = self._sentinel.attempts(since=started, dry_run=False)
+        if initial:
+            self._created_at = initial[0].at + 1e-6
 
     def wait_tick(self, *, after: float) -> float | None:
         """The first tick after `after`, waiting up to a period; None when none comes."""
@@ -77,6 +99,7 @@ class ResyncClock:
                 f"a quiet period of {length:g} s cannot fit between resync ticks "
                 f"{self.period:g} s apart; raise --timing controller_resync or lower quiet"
             )
+        self._follow_restart(wait=True)
         if not self.ticks() and self.wait_tick(after=self._created_at) is None:
             log.warning("no resync tick within %g s: quiet periods are not aligned", self.period)
             return

@@ -52,7 +52,12 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     return x509.Name(attrs)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey):
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    validity: dt.timedelta = _VALIDITY,
+) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
     return (
         x509.CertificateBuilder()
@@ -61,16 +66,16 @@ def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivate
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
     )
 
 
-def new_ca(common_name: str) -> KeyPair:
+def new_ca(common_name: str, validity: dt.timedelta = _VALIDITY) -> KeyPair:
     """A self-signed certificate authority."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(common_name)
     cert = (
-        _builder(name, name, key)
+        _builder(name, name, key, validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -100,12 +105,13 @@ def issue(
     ip_addresses: tuple[str, ...] = (),
     server: bool = False,
     client: bool = False,
+    validity: dt.timedelta = _VALIDITY,
 ) -> KeyPair:
     """A leaf certificate signed by `ca`, for TLS serving, client authentication or both."""
     key = ec.generate_private_key(ec.SECP256R1())
     usages = [ExtendedKeyUsageOID.SERVER_AUTH] * server + [ExtendedKeyUsageOID.CLIENT_AUTH] * client
     builder = (
-        _builder(_name(common_name, organizations), ca.cert.subject, key)
+        _builder(_name(common_name, organizations), ca.cert.subject, key, validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     )

@@ -56,13 +56,6 @@ class Ladder:
         """Wait for a resync-free slot long enough for `ladders`, climbed one after the other."""
         total = sum(sum(ladder) for ladder in ladders)
         self.resync_clock.quiet_slot(total + self.timing.slack(total))
-        # quiet_slot can return right at a tick (the first of a session) or just after one,
-        # while the tick still reconciles this Release: that reconcile must not become the
-        # ladder's first attempt. Wait for it, or for the tick's settle period to pass.
-        ticks = self.resync_clock.ticks()
-        now = self.app.releases.recorder.mark()
-        if ticks and now < ticks[-1] + self.resync_clock.settle:
-            self.app.quiet(ticks[-1] + self.resync_clock.settle - now, since=now)
 
     def climb(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.releases import Releases, condition
+from conformance.releases import App, Releases, condition
 from conformance.timing import Timing
 
 AUTOMATIC = {"automatic": True}
@@ -63,18 +63,26 @@ def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
     print(f"drift corrected {app.releases.recorder.mark() - start:.2f} s after it was made")
 
 
+INTERVAL = 1.0
+
+
+def synced_manual_app(releases: Releases) -> App:
+    """A manual Release reconciled every second, its first /sync applied."""
+    app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"})
+    app.request_sync()
+    app.wait_applied("True", "Applied")
+    return app
+
+
 @pytest.mark.rule("MAN-1", "MAN-3")
 def test_manual_mode_in_sync_says_so_and_applies_nothing(
     releases: Releases, timing: Timing
 ) -> None:
-    interval = 1.0
-    app = releases.app("web", sync_policy={"interval": f"{interval:g}s"})
-    app.request_sync()
-    app.wait_applied("True", "Applied")
+    app = synced_manual_app(releases)
     app.drift()
     # Periodic reconciles (and resync ticks) happen meanwhile: none may apply or dry-run.
     since = app.releases.recorder.mark()
-    assert app.quiet(timing.quiet_for(interval), since=since) == [], (
+    assert app.quiet(timing.quiet_for(INTERVAL), since=since) == [], (
         "manual mode applied or dry-ran without /sync"
     )
     assert app.live_object()["data"] == {"content": "drifted"}, "drift was corrected"
@@ -88,11 +96,8 @@ def test_manual_mode_in_sync_says_so_and_applies_nothing(
 def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     releases: Releases, timing: Timing
 ) -> None:
-    interval = 1.0
-    app = releases.app("web", sync_policy={"interval": f"{interval:g}s"})
-    app.request_sync()
-    app.wait_applied("True", "Applied")
+    app = synced_manual_app(releases)
     app.set_content("v2")
-    app.wait_applied("False", "WaitingForSync", timeout=interval + timing.slack(interval))
-    assert app.quiet(timing.quiet_for(interval), since=app.releases.recorder.mark()) == []
+    app.wait_applied("False", "WaitingForSync", timeout=INTERVAL + timing.slack(INTERVAL))
+    assert app.quiet(timing.quiet_for(INTERVAL), since=app.releases.recorder.mark()) == []
     assert app.live_object()["data"] == {"content": "v1"}
