@@ -49,10 +49,18 @@ def _rules(args: argparse.Namespace) -> int:
 def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     from mutants import load  # the mutants are reference-controller code: load only here
 
-    mutants = [m for m in load().values() if not args.only or m.name in args.only]
+    chosen = [m for m in load().values() if not args.only or m.name in args.only]
+    # Long-only mutants need `-m long` and a resync above 1000 s (about 40 minutes each).
+    mutants = [m for m in chosen if args.long or not m.long_only or not args.run]
     if not args.run:
         listing = [
-            {"name": m.name, "rules": list(m.rules), "description": m.description} for m in mutants
+            {
+                "name": m.name,
+                "rules": list(m.rules),
+                "description": m.description,
+                **({"longOnly": True} if m.long_only else {}),
+            }
+            for m in mutants
         ]
         print(
             json.dumps({"mutants": listing}, indent=2)
@@ -139,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument("--only", nargs="*", help="these mutants only")
     mutants.add_argument("--parallel", type=int, default=2, help="mutant runs at a time")
     mutants.add_argument("--workdir", default="reports/mutants", help="logs and JUnit files")
+    mutants.add_argument(
+        "--long",
+        action="store_true",
+        help="also the mutants only the long tests kill (pass -m long and a long resync too)",
+    )
     commands.add_parser(
         "run", help="run the conformance suite; other arguments go to pytest", add_help=False
     )

@@ -21,19 +21,21 @@ class Mutant:
     apply: Callable[[], None]
     #: "controller": the controller process runs it; "plugin": `kubectl convoy` does
     kind: str = "controller"
+    #: only the long tests (`-m long`, a resync above 1000 s; about 40 minutes) can kill it
+    long_only: bool = False
 
 
 REGISTRY: dict[str, Mutant] = {}
 
 
 def mutant(
-    name: str, *rules: str, kind: str = "controller"
+    name: str, *rules: str, kind: str = "controller", long_only: bool = False
 ) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register the decorated function as the change that makes mutant `name`."""
 
     def register(change: Callable[[], None]) -> Callable[[], None]:
         description = " ".join((change.__doc__ or "").split())
-        REGISTRY[name] = Mutant(name, rules, description, change, kind)
+        REGISTRY[name] = Mutant(name, rules, description, change, kind, long_only)
         return change
 
     return register

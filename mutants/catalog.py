@@ -378,7 +378,7 @@ def max_ignored() -> None:
     backoff.RetryBackoff.effective_max = property(lambda self: 1000.0)
 
 
-@mutant("default-cap-600", "BACK-3")
+@mutant("default-cap-600", "BACK-3", long_only=True)
 def default_cap_600() -> None:
     """Without retryBackoff.max the cap is 600 seconds instead of 1000."""
     backoff.RetryBackoff.effective_max = property(
