@@ -28,6 +28,11 @@ IMPLEMENTATION_FIELDS = ("organization", "project", "version", "url", "contact")
 STATES = ("passed", "failed", "error", "skipped", "not-supported")
 #: A skip whose reason starts with this marks a rule the implementation cannot be checked for.
 NOT_SUPPORTED = "not-supported:"
+#: Long tests (`-m long`) need a resync above 1000 s, which a certifying run (the document's
+#: 2 minutes) does not have; skipped for that reason they leave their rule's verdict alone.
+LONG = "long test"
+#: The user property that carries a test's rule IDs (also into JUnit XML).
+RULES_PROPERTY = "convoy_rules"
 
 
 def suite_version() -> str:
@@ -51,22 +56,22 @@ class ReportPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, TestResult] = {}
-        self.rules_of: dict[str, list[str]] = {}
         self.deselected = 0
         self.environment: dict[str, Any] = {}
 
     # -- collecting --------------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Tag each test with its rules; the tag travels in reports, also from xdist workers."""
         for item in items:
-            self.rules_of[item.nodeid] = [r for m in item.iter_markers("rule") for r in m.args]
+            rules = [rule for marker in item.iter_markers("rule") for rule in marker.args]
+            item.user_properties.append((RULES_PROPERTY, " ".join(rules)))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = self.results.setdefault(
-            report.nodeid, TestResult(report.nodeid, self.rules_of.get(report.nodeid, []))
-        )
+        rules = dict(report.user_properties).get(RULES_PROPERTY, "").split()
+        result = self.results.setdefault(report.nodeid, TestResult(report.nodeid, rules))
         state = _state(report)
         if state != "passed" and result.state == "passed":
             result.state, result.message = state, _message(report)
@@ -145,6 +150,8 @@ class ReportPlugin:
 def _state(report: pytest.TestReport) -> str:
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        if str(reason).startswith(("Skipped: " + LONG, LONG)):
+            return "long-skipped"
         return "not-supported" if NOT_SUPPORTED in str(reason) else "skipped"
     if report.failed:
         return "failed" if report.when == "call" else "error"
@@ -159,10 +166,10 @@ def _message(report: pytest.TestReport) -> str:
 
 
 def _rule_entry(rule: catalog.Rule, results: list[TestResult]) -> dict[str, Any]:
-    states = {r.state for r in results}
+    states = {r.state for r in results} - {"long-skipped"}
     verdict = next(
         (s for s in ("failed", "error", "skipped", "not-supported") if s in states),
-        "passed" if results else "skipped",
+        "passed" if states else "skipped",
     )
     entry = {
         "id": rule.id,
