@@ -58,9 +58,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--convoy-install",
         default="reference",
-        choices=("reference", "none"),
+        metavar="reference|none|PATH",
         help="reference: install and run the reference controller; none: a controller is "
-        "already running (an existing cluster)",
+        "already running; PATH: apply a vendor's manifests (file, directory or kustomization) "
+        "and wait for their Deployments",
     )
     group.addoption("--convoy-mutant", default=None, help=argparse.SUPPRESS)
     group.addoption(
