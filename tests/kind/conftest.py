@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from kubernetes import client
 
-from conformance.clusters import binaries, local
+from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,12 +34,10 @@ def bare_cluster(found_binaries: binaries.Binaries) -> Iterator[LocalControlPlan
     They install convoy-system, cluster-wide RBAC and the APIService
     v1alpha1.subresources.convoy.kumodo.io, and delete them again: on the session's cluster that
     APIService is the suite's registration of its own controller, which they must not touch.
-    Here kube-controller-manager also runs the clusterrole-aggregation controller, which fills
+    Its kube-controller-manager runs the clusterrole-aggregation controller too, which fills
     the controller's aggregated targets role as it does on kind.
     """
-    controllers = (*local.CONTROLLERS, "clusterrole-aggregation")
-    with mock.patch.object(local, "CONTROLLERS", controllers):
-        plane = LocalControlPlane(found_binaries).start()
+    plane = LocalControlPlane(found_binaries).start()
     try:
         yield plane
     finally:
