@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import tempfile
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -403,22 +405,34 @@ def hold_keeps_count() -> None:
 @mutant("count-survives-restart", "BACK-5")
 def count_survives_restart() -> None:
     """Failure counts are saved to a file and restored when the controller restarts."""
-    state = Path(tempfile.gettempdir()) / f"convoy-mutant-counts-{os.getuid()}.json"
+
+    def state_file(api_client) -> Path:
+        # One file per API server: runs against other clusters never read each other's counts.
+        server = hashlib.sha256(api_client.configuration.host.encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"convoy-mutant-counts-{os.getuid()}-{server}.json"
+
+    def read(state: Path) -> dict[str, int]:
+        try:
+            return json.loads(state.read_text())
+        except (OSError, ValueError):
+            return {}
 
     @wrap(controller.Controller, "__init__")
-    def init(original, self, *args, **kwargs) -> None:
-        original(self, *args, **kwargs)
-        counts = json.loads(state.read_text()) if state.exists() else {}
-        for key, count in counts.items():
+    def init(original, self, api_client, *args, **kwargs) -> None:
+        original(self, api_client, *args, **kwargs)
+        self.mutant_state = state_file(api_client)
+        for key, count in read(self.mutant_state).items():
             for _ in range(count):
                 self.queue._failures.record(key)
 
     @wrap(controller.Controller, "_requeue")
     def requeue(original, self, key: str, result) -> str:
         decided = original(self, key, result)
-        counts = json.loads(state.read_text()) if state.exists() else {}
-        counts[key] = self.queue.num_requeues(key)
-        state.write_text(json.dumps(counts))
+        counts = read(self.mutant_state) | {key: self.queue.num_requeues(key)}
+        # Written aside and renamed: a controller stopped mid-write leaves the old file whole.
+        written = self.mutant_state.with_suffix(f".{threading.get_ident()}.tmp")
+        written.write_text(json.dumps(counts))
+        written.replace(self.mutant_state)
         return decided
 
 
