@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 from kubernetes import client, dynamic
+
+from conformance.polling import poll_until
 
 FIELD_MANAGER = "convoy-conformance"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,12 +43,18 @@ def apply(api: client.ApiClient, objects: list[dict[str, Any]]) -> None:
 
 def wait_established(api: client.ApiClient, names: list[str]) -> None:
     extensions = client.ApiextensionsV1Api(api)
-    deadline = time.monotonic() + ESTABLISH_TIMEOUT
-    for name in names:
-        while not _established(extensions.read_custom_resource_definition(name)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"CRD {name} not Established after {ESTABLISH_TIMEOUT:.0f} s")
-            time.sleep(0.1)
+
+    def waiting() -> list[str]:
+        return [n for n in names if not _established(extensions.read_custom_resource_definition(n))]
+
+    poll_until(
+        lambda: not waiting(),
+        timeout=ESTABLISH_TIMEOUT,
+        step=0.1,
+        failure=lambda: TimeoutError(
+            f"CRDs not Established after {ESTABLISH_TIMEOUT:.0f} s: {', '.join(waiting())}"
+        ),
+    )
 
 
 def _established(crd: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from kubernetes import client, dynamic
 
+from conformance.polling import poll_until
 from conformance.timing import Timing
 from conformance.witness import Attempt, Recorder
 
@@ -190,17 +191,22 @@ class App:
         """Poll the Release until `predicate(release)` holds; fail naming `what`."""
         limit = self.releases.timing.reconcile if timeout is None else timeout
         announce(f"{self.namespace}/{self.name}: {what}", limit)
-        deadline = time.monotonic() + limit
-        while True:
+        release: Obj = {}
+
+        def holds() -> Obj | None:
+            nonlocal release
             release = self.get()
-            if predicate(release):
-                return release
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"Release {self.namespace}/{self.name}: no {what} after {limit:g} s; "
-                    f"Applied is {condition(release)}"
-                )
-            time.sleep(POLL)
+            return release if predicate(release) else None
+
+        return poll_until(
+            holds,
+            timeout=limit,
+            step=POLL,
+            failure=lambda: AssertionError(
+                f"Release {self.namespace}/{self.name}: no {what} after {limit:g} s; "
+                f"Applied is {condition(release)}"
+            ),
+        )
 
     def holds_for(self, predicate: Callable[[Obj], bool], what: str, seconds: float) -> None:
         """A quiet period on the Release: `predicate` must hold at every poll for `seconds`."""

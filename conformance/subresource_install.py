@@ -21,6 +21,7 @@ from conformance import manifests
 from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.local import LOOPBACK, free_port
+from conformance.polling import poll_until
 from convoy.subresources import API_SERVICE, GROUP, VERSION
 
 NAMESPACE = "convoy-system"
@@ -103,17 +104,20 @@ def wait_available(api: client.ApiClient, timeout: float = AVAILABLE_TIMEOUT) ->
     """Seconds until the aggregator reports the API Available; fail with its last word."""
     registration = client.ApiregistrationV1Api(api)
     started = time.monotonic()
-    while True:
+    available: Any = None
+
+    def is_available() -> bool:
+        nonlocal available
         conditions = registration.read_api_service(API_SERVICE).status.conditions or []
         available = next((c for c in conditions if c.type == "Available"), None)
-        if available and available.status == "True":
-            return time.monotonic() - started
-        if time.monotonic() - started > timeout:
-            said = f"{available.reason}: {available.message}" if available else "no condition"
-            raise TimeoutError(
-                f"APIService {API_SERVICE} not Available after {timeout:g} s ({said})"
-            )
-        time.sleep(0.2)
+        return bool(available and available.status == "True")
+
+    def unavailable() -> TimeoutError:
+        said = f"{available.reason}: {available.message}" if available else "no condition"
+        return TimeoutError(f"APIService {API_SERVICE} not Available after {timeout:g} s ({said})")
+
+    poll_until(is_available, timeout=timeout, step=0.2, failure=unavailable)
+    return time.monotonic() - started
 
 
 @dataclass

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from kubernetes import client
 
 from conformance.clusters import pki
+from conformance.polling import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -560,23 +561,26 @@ class Witness:
         nothing to delete, and the probe label keeps probes out of the record.
         """
         core = client.CoreV1Api(self.api)
-        deadline = time.monotonic() + timeout
         probe = {
             "metadata": {
                 "name": f"witness-probe-{secrets.token_hex(3)}",
                 "labels": {PROBE_LABEL: "true"},
             }
         }
-        while True:
+
+        def probed() -> bool:
             core.create_namespaced_config_map(recorder.namespace, probe, dry_run="All")
-            if recorder.live:
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the API server did not call the witness at {self.url} for namespace "
-                    f"{recorder.namespace} within {timeout:.0f} s: can it reach {self.host}?"
-                )
-            time.sleep(PROBE_STEP)
+            return recorder.live
+
+        poll_until(
+            probed,
+            timeout=timeout,
+            step=PROBE_STEP,
+            failure=lambda: TimeoutError(
+                f"the API server did not call the witness at {self.url} for namespace "
+                f"{recorder.namespace} within {timeout:.0f} s: can it reach {self.host}?"
+            ),
+        )
 
     # -- cleanup -----------------------------------------------------------------------------
     def _delete_configuration(self, name: str) -> None:

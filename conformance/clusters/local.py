@@ -22,6 +22,7 @@ from conformance.clusters.base import CallbackAddress, Cluster
 from conformance.clusters.binaries import Binaries
 from conformance.clusters.kubeconfig import render_kubeconfig
 from conformance.clusters.processes import ChildDied, ManagedProcess
+from conformance.polling import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -245,20 +246,27 @@ class LocalControlPlane(Cluster):
 
     def _wait_https_ok(self, process: ManagedProcess, url: str, context: ssl.SSLContext) -> None:
         """Poll `url` until it answers 200, failing fast when any child dies."""
-        deadline = time.monotonic() + START_TIMEOUT
         last_error = "no answer yet"
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:
+            nonlocal last_error
             try:
                 self.check_health()
             except ChildDied as died:
                 raise ControlPlaneError(str(died)) from None
             try:
                 with urllib.request.urlopen(url, context=context, timeout=5):
-                    return
+                    return True
             except (urllib.error.URLError, OSError) as error:
                 last_error = str(error)
-            time.sleep(0.1)
-        raise ControlPlaneError(
-            f"{process.name} not ready after {START_TIMEOUT:.0f} s ({url}: {last_error}); "
-            f"last lines of its log:\n{process.tail()}"
+                return False
+
+        poll_until(
+            answers,
+            timeout=START_TIMEOUT,
+            step=0.1,
+            failure=lambda: ControlPlaneError(
+                f"{process.name} not ready after {START_TIMEOUT:.0f} s ({url}: {last_error}); "
+                f"last lines of its log:\n{process.tail()}"
+            ),
         )

@@ -15,6 +15,7 @@ from datetime import datetime
 import pytest
 
 from conformance import widgets
+from conformance.polling import poll_until
 from conformance.releases import POLL, App, Releases, not_by_suite, parse_time
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
@@ -112,10 +113,11 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
         since = synced[label].at + 1e-6
         resynced = first_attempt(app, since, limit - (releases.recorder.mark() - since))
         gap = resynced.at - synced[label].at
-        tick = sentinel_tick(resync_clock, resynced.at, timing.tolerance)
-        assert tick is not None, (
-            f"interval {label}: an apply attempt {gap:.2f} s after the /sync one that no "
-            f"resync tick explains (sentinel ticks at {resync_clock.ticks()})"
+        tick = sentinel_tick(
+            resync_clock,
+            resynced.at,
+            timing.tolerance,
+            unexplained=f"interval {label}: an apply attempt {gap:.2f} s after the /sync one",
         )
         print(
             f"interval {label}: next apply attempt {gap:.2f} s after the /sync one, "
@@ -135,14 +137,21 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
     )
 
 
-def sentinel_tick(resync_clock: ResyncClock, at: float, within: float) -> float | None:
-    """The resync sentinel's tick nearest to `at`, if one comes within `within` seconds of it."""
-    deadline = at + within
-    while True:
+def sentinel_tick(resync_clock: ResyncClock, at: float, within: float, unexplained: str) -> float:
+    """The resync sentinel's tick nearest to `at`; it must come within `within` seconds of it."""
+
+    def nearest() -> float | None:
         near = [tick for tick in resync_clock.ticks() if abs(tick - at) <= within]
-        if near or time.monotonic() > deadline:
-            return min(near, key=lambda tick: abs(tick - at)) if near else None
-        time.sleep(POLL)
+        return min(near, key=lambda tick: abs(tick - at)) if near else None
+
+    return poll_until(
+        nearest,
+        timeout=at + within - time.monotonic(),
+        step=POLL,
+        failure=lambda: AssertionError(
+            f"{unexplained} that no resync tick explains (sentinel ticks at {resync_clock.ticks()})"
+        ),
+    )
 
 
 @pytest.mark.rule("INT-2")

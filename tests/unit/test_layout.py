@@ -12,3 +12,21 @@ def test_test_module_basenames_are_unique() -> None:
     modules = [*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("conformance/suite/test_*.py")]
     repeated = [name for name, n in Counter(m.name for m in modules).items() if n > 1]
     assert repeated == [], f"rename one of each: {repeated}"
+
+
+#: The only sleeps in the suite: the poll step, and two named waits where nothing must happen.
+SLEEPS_ALLOWED = {
+    "conformance/polling.py": "the poll step of poll_until",
+    "conformance/releases.py": "App.holds_for, a named quiet period",
+    "conformance/resync.py": "ResyncClock's settle period after a resync burst",
+}
+
+
+def test_the_suite_waits_by_polling_with_a_deadline() -> None:
+    sleeping = {
+        str(module.relative_to(ROOT))
+        for module in ROOT.glob("conformance/**/*.py")
+        if "time.sleep(" in module.read_text()
+    }
+    unexplained = sorted(sleeping - set(SLEEPS_ALLOWED))
+    assert not unexplained, f"wait with conformance.polling.poll_until instead: {unexplained}"
