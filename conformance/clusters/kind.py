@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
-from pytest_kind import KindCluster
 
 from conformance.clusters.base import CallbackAddress, Cluster
 
@@ -122,6 +121,10 @@ class KindProvider(Cluster):
         self.image = image or kind_versions().node_image(kube_version)
         self.kind_path = tool_path("kind", kind_bin)
         self.kubectl_path = tool_path("kubectl", kubectl_bin)
+        # Imported here: `convoy-conformance run` imports this module before pytest loads
+        # pytest-kind-ng as a plugin, which pytest can then no longer rewrite.
+        from pytest_kind import KindCluster
+
         self.kind = KindCluster(
             name,
             image=self.image,
