@@ -14,14 +14,32 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from conformance.clusters.local import free_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
+from conformance.polling import poll_until
 from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
 MUTANT_VARIABLE = "CONVOY_MUTANT"
+
+
+class ControllerUnderTest(Protocol):
+    """What the suite does with a controller it can restart: a host process (HostController),
+    the reference Deployment on kind (InClusterController), a vendor's (DeploymentController)."""
+
+    #: time.monotonic() of the last start: a restart starts the resync period anew
+    started_at: float
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+    def check(self) -> None: ...
+
+    def logs(self) -> str: ...
 
 
 @dataclass
@@ -82,13 +100,22 @@ class HostController:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def _wait_ready(self, url: str) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            self.process.check()
+        process = self.process
+        assert process is not None
+
+        def ready() -> bool:
+            process.check()
             try:
                 with urllib.request.urlopen(url, timeout=2):
-                    return
+                    return True
             except (urllib.error.URLError, OSError):
-                time.sleep(0.05)
-        raise ChildDied(f"controller not ready after {READY_TIMEOUT:.0f} s:\n{self.process.tail()}")
+                return False
+
+        poll_until(
+            ready,
+            timeout=READY_TIMEOUT,
+            step=0.05,
+            failure=lambda: ChildDied(
+                f"controller not ready after {READY_TIMEOUT:.0f} s:\n{process.tail()}"
+            ),
+        )

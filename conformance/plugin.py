@@ -63,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "already running; PATH: apply a vendor's manifests (file, directory or kustomization) "
         "and wait for their Deployments",
     )
+    group.addoption(
+        "--convoy-controller-deployment",
+        default=None,
+        metavar="NAMESPACE/NAME",
+        help="the Deployment that runs the controller under test (with --convoy-install none "
+        "or PATH): the restart rule scales it to zero and back. Default with PATH: the one "
+        "Deployment of the manifests; without it the restart rule is not checked",
+    )
     group.addoption("--convoy-mutant", default=None, help=argparse.SUPPRESS)
     group.addoption(
         "--report-dir",

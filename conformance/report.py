@@ -122,6 +122,7 @@ class ReportPlugin:
         return {
             "cluster": option("cluster"),
             "convoyInstall": option("convoy_install"),
+            "convoyControllerDeployment": option("convoy_controller_deployment"),
             "keyword": option("keyword") or None,
             "markers": option("markexpr") or None,
             "args": list(self.config.invocation_params.args),

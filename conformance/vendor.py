@@ -2,13 +2,15 @@
 
 The suite applies the file or directory (a kustomization when the directory has one) with
 server-side apply, waits until each Deployment it holds has rolled out, and then tests the
-controller like one already running. It installs nothing else and restarts nothing.
+controller like one already running. It installs nothing else. When the manifests hold one
+Deployment, that is the controller the restart rule scales to zero and back (conformance.deployed).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -42,7 +44,15 @@ def _run(argv: list[str], step: str) -> str:
     return done.stdout
 
 
-def install(path: Path, kubeconfig: Path) -> list[str]:
+@dataclass
+class Installed:
+    #: what was applied, as Kind/name
+    objects: list[str]
+    #: the Deployments among them, as namespace/name
+    deployments: list[str]
+
+
+def install(path: Path, kubeconfig: Path) -> Installed:
     """Apply the manifests and wait for their Deployments; return what was applied."""
     base = [kubectl(), f"--kubeconfig={kubeconfig}"]
     rendered = _run(
@@ -55,18 +65,22 @@ def install(path: Path, kubeconfig: Path) -> list[str]:
     )
     objects = [doc for doc in yaml.safe_load_all(rendered) if doc]
     items = [item for doc in objects for item in doc.get("items", [doc])]
-    for item in items:
-        if item.get("kind") == "Deployment":
-            meta = item["metadata"]
-            _run(
-                [
-                    *base,
-                    "rollout",
-                    "status",
-                    f"deployment/{meta['name']}",
-                    f"--namespace={meta.get('namespace', 'default')}",
-                    f"--timeout={ROLLOUT_TIMEOUT}",
-                ],
-                f"waiting for Deployment {meta['name']}",
-            )
-    return [f"{i.get('kind')}/{i['metadata']['name']}" for i in items]
+    deployments = [
+        f"{item['metadata'].get('namespace', 'default')}/{item['metadata']['name']}"
+        for item in items
+        if item.get("kind") == "Deployment"
+    ]
+    for deployment in deployments:
+        namespace, name = deployment.split("/")
+        _run(
+            [
+                *base,
+                "rollout",
+                "status",
+                f"deployment/{name}",
+                f"--namespace={namespace}",
+                f"--timeout={ROLLOUT_TIMEOUT}",
+            ],
+            f"waiting for Deployment {deployment}",
+        )
+    return Installed([f"{i.get('kind')}/{i['metadata']['name']}" for i in items], deployments)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conformance.controllers import HostController
+from conformance.controllers import ControllerUnderTest
 from conformance.releases import App, Releases, parse_time
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
@@ -296,13 +296,13 @@ def test_a_hold_resets_the_failure_count(release_with: Callable[..., Ladder]) ->
 
 @pytest.mark.rule("BACK-5")
 def test_a_controller_restart_resets_the_failure_count(
-    release_with: Callable[..., Ladder], controller: HostController | None
+    release_with: Callable[..., Ladder], controller: ControllerUnderTest | None
 ) -> None:
     """The restarted controller's initial list reconciles the Release: that is attempt 0."""
     if controller is None:
         pytest.skip(
-            "the suite did not start the controller (--convoy-install none): "
-            "it cannot restart a controller it did not start"
+            "the suite cannot restart the controller under test: name its Deployment with "
+            "--convoy-controller-deployment=NAMESPACE/NAME"
         )
     ladder = release_with({"initial": "1s", "factor": 2})
     ladder.reserve([1, 2])  # the restart starts a new resync period

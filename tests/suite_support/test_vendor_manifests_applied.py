@@ -21,7 +21,8 @@ def test_the_manifests_of_a_directory_are_applied(
         "data": {"mode": "test"},
     }
     (tmp_path / "settings.yaml").write_text(yaml.safe_dump(settings))
-    applied = vendor.install(tmp_path, cluster.kubeconfig)
-    assert applied == ["ConfigMap/vendor-settings"]
+    installed = vendor.install(tmp_path, cluster.kubeconfig)
+    assert installed.objects == ["ConfigMap/vendor-settings"]
+    assert installed.deployments == []
     found = client.CoreV1Api(k8s).read_namespaced_config_map("vendor-settings", namespace)
     assert found.data == {"mode": "test"}

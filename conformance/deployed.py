@@ -1,0 +1,165 @@
+"""A controller under test that a Deployment runs: a vendor's, on any cluster.
+
+`--convoy-controller-deployment=NAMESPACE/NAME` names it (or --convoy-install=PATH installed
+exactly one Deployment). The suite restarts it the way an operator would stop a controller:
+it scales the Deployment to zero, waits until no pod of it is left, and scales it back. That
+is what the restart rule (BACK-5) needs; everything else only reads the Deployment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from conformance.polling import poll_until
+
+ROLLOUT_TIMEOUT = 300.0
+POLL_STEP = 0.5
+LOG_LINES = 200
+
+
+class DeploymentError(RuntimeError):
+    """The controller's Deployment is missing, scaled to zero, or did not roll out."""
+
+
+def label_selector(selector: Any) -> str:
+    """A LabelSelector as the `labelSelector` query parameter spells it."""
+    terms = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
+    for expression in selector.match_expressions or []:
+        key, values = expression.key, ",".join(expression.values or [])
+        terms.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }[expression.operator]
+        )
+    return ",".join(terms)
+
+
+def rolled_out(deployment: Any) -> bool:
+    """Every replica updated and available, and no pod of an older revision left."""
+    wanted, status = deployment.spec.replicas, deployment.status
+    return (status.observed_generation or 0) >= deployment.metadata.generation and all(
+        (count or 0) == wanted
+        for count in (status.replicas, status.updated_replicas, status.available_replicas)
+    )
+
+
+@dataclass
+class DeploymentController:
+    """The controller under test as the Deployment `namespace/name`, stopped by scaling to 0."""
+
+    api: client.ApiClient
+    namespace: str
+    name: str
+    timeout: float = ROLLOUT_TIMEOUT
+    #: the replicas to scale back to, read from the Deployment when the suite attaches
+    replicas: int = 0
+    #: time.monotonic() of the last start (0: started before the suite): the resync restarts
+    started_at: float = 0.0
+
+    @classmethod
+    def named(cls, api: client.ApiClient, reference: str) -> DeploymentController:
+        namespace, _, name = reference.partition("/")
+        if not namespace or not name or "/" in name:
+            raise DeploymentError(
+                f"--convoy-controller-deployment={reference!r}: expected NAMESPACE/NAME"
+            )
+        return cls(api, namespace, name)
+
+    def __str__(self) -> str:
+        return f"Deployment {self.namespace}/{self.name}"
+
+    def attach(self) -> DeploymentController:
+        """Check the Deployment is there and rolled out; remember its replicas."""
+        replicas = self._read().spec.replicas
+        if not replicas:
+            raise DeploymentError(f"{self} is scaled to zero: no controller runs")
+        self.replicas = replicas
+        self._wait(rolled_out, "rolled out")
+        return self
+
+    def stop(self) -> None:
+        """Scale to zero and wait until no pod of the Deployment is left, terminating or not."""
+        self._scale(0)
+        self._wait(lambda _: not self.pods(), "without pods")
+
+    def start(self) -> DeploymentController:
+        self.started_at = time.monotonic()
+        self._scale(self.replicas)
+        self._wait(rolled_out, f"rolled out with {self.replicas} replica(s)")
+        return self
+
+    def restore(self) -> None:
+        """Scale back to the replicas found at attach, if a test left it otherwise: the suite
+        leaves the vendor's controller as it found it, also after a failed restart."""
+        if self.replicas and self._read().spec.replicas != self.replicas:
+            self._scale(self.replicas)
+
+    def check(self) -> None:
+        """A controller that is no longer available at the end of the run is an error."""
+        deployment = self._read()
+        if (deployment.status.available_replicas or 0) < self.replicas:
+            raise DeploymentError(
+                f"{self} has {deployment.status.available_replicas or 0} of {self.replicas} "
+                f"replica(s) available at the end of the run"
+            )
+
+    def pods(self) -> list[Any]:
+        selector = label_selector(self._read().spec.selector)
+        return (
+            client.CoreV1Api(self.api)
+            .list_namespaced_pod(self.namespace, label_selector=selector)
+            .items
+        )
+
+    def logs(self) -> str:
+        """The last lines of each pod's log (what the diagnostics of a failed test show)."""
+        core, parts = client.CoreV1Api(self.api), []
+        for pod in self.pods():
+            try:
+                log = core.read_namespaced_pod_log(
+                    pod.metadata.name, self.namespace, tail_lines=LOG_LINES
+                )
+            except client.ApiException as error:
+                log = f"(no log: {error.status} {error.reason})"
+            parts.append(f"--- pod {pod.metadata.name} ---\n{log}")
+        return "\n".join(parts) or f"(no pod of {self} runs)"
+
+    def _read(self) -> Any:
+        try:
+            return client.AppsV1Api(self.api).read_namespaced_deployment(self.name, self.namespace)
+        except client.ApiException as error:
+            if error.status == 404:
+                raise DeploymentError(
+                    f"{self} not found: --convoy-controller-deployment names the Deployment "
+                    f"that runs the controller under test"
+                ) from None
+            raise
+
+    def _scale(self, replicas: int) -> None:
+        client.AppsV1Api(self.api).patch_namespaced_deployment_scale(
+            self.name, self.namespace, {"spec": {"replicas": replicas}}
+        )
+
+    def _wait(self, done: Callable[[Any], bool], what: str) -> None:
+        last: list[Any] = []
+
+        def reached() -> bool:
+            last[:] = [self._read()]
+            return done(last[0])
+
+        poll_until(
+            reached,
+            timeout=self.timeout,
+            step=POLL_STEP,
+            failure=lambda: DeploymentError(
+                f"{self} not {what} after {self.timeout:g} s; status: {last[0].status}"
+            ),
+        )
