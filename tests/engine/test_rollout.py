@@ -30,6 +30,19 @@ def wait_new_rollout(app: App, after: dict) -> dict:
     return rollout_of(release)
 
 
+def healthy_rollback_release(engine: Engine, health_timeout: str) -> tuple[App, str]:
+    """A Release with failurePolicy Rollback whose first render rolled out; and that render."""
+    app = engine.app(
+        "web",
+        extra=[widget("w")],
+        sync_policy=AUTOMATIC,
+        failurePolicy={"healthTimeout": health_timeout, "action": "Rollback"},
+    )
+    engine.wait_inventory("web", lambda s: s.get("entries"), "an assessment")
+    engine.set_widget("w")
+    return app, wait_phase(app, "Succeeded")["renderRef"]
+
+
 def test_a_rollout_succeeds_when_its_render_is_healthy(engine: Engine) -> None:
     app = engine.app(
         "web", extra=[widget("w")], sync_policy=AUTOMATIC, failurePolicy={"healthTimeout": "5m"}
@@ -60,15 +73,7 @@ def test_halt_fails_and_a_forced_sync_starts_a_new_rollout(engine: Engine) -> No
 
 
 def test_rollback_applies_the_previous_render_and_holds(engine: Engine) -> None:
-    app = engine.app(
-        "web",
-        extra=[widget("w")],
-        sync_policy=AUTOMATIC,
-        failurePolicy={"healthTimeout": "3s", "action": "Rollback"},
-    )
-    engine.wait_inventory("web", lambda s: s.get("entries"), "an assessment")
-    engine.set_widget("w")
-    good = wait_phase(app, "Succeeded")["renderRef"]
+    app, good = healthy_rollback_release(engine, health_timeout="3s")
 
     app.set_content("v2", extra=[widget("w"), widget("canary")])
     app.request_sync()
@@ -90,15 +95,7 @@ def test_rollback_applies_the_previous_render_and_holds(engine: Engine) -> None:
 def test_rollback_to_a_render_with_an_empty_spec(engine: Engine) -> None:
     """The previous render has `spec: {}` where the failed one has `spec: {version: 2}`: the
     rollback applies `{}` over fields convoy owned, which kube-apiserver would turn into null."""
-    app = engine.app(
-        "web",
-        extra=[widget("w")],
-        sync_policy=AUTOMATIC,
-        failurePolicy={"healthTimeout": "2s", "action": "Rollback"},
-    )
-    engine.wait_inventory("web", lambda s: s.get("entries"), "an assessment")
-    engine.set_widget("w")
-    good = wait_phase(app, "Succeeded")["renderRef"]
+    app, good = healthy_rollback_release(engine, health_timeout="2s")
 
     app.set_content("v2", extra=[widget("w", version=2)])
     app.request_sync()
