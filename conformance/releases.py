@@ -208,6 +208,21 @@ class App:
             ),
         )
 
+    def settle(self) -> None:
+        """Wait until the controller has left the test's namespace alone for `timing.tolerance`
+        seconds: the reconciles the setup started (an observer's /sync, say) are done, so the
+        next step's evidence is the next step's own."""
+        recorder, calm = self.releases.recorder, self.releases.timing.tolerance
+        poll_until(
+            lambda: not recorder.quiet(calm, since=recorder.mark(), where=not_by_suite),
+            timeout=self.releases.timing.reconcile,
+            step=0.0,
+            failure=lambda: AssertionError(
+                f"{self.namespace}: the controller never left it alone for {calm:g} s within "
+                f"{self.releases.timing.reconcile:g} s"
+            ),
+        )
+
     def holds_for(self, predicate: Callable[[Obj], bool], what: str, seconds: float) -> None:
         """A quiet period on the Release: `predicate` must hold at every poll for `seconds`."""
         deadline = time.monotonic() + seconds

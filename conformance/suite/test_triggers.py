@@ -138,6 +138,7 @@ def test_new_health_data_in_the_inventory_starts_a_reconcile(
     app = releases.app("web", sync_policy=AUTOMATIC, extra=[widgets.widget("worker")])
     widgets.set_health(app, "worker", "Healthy")
     app.wait_for(lambda r: (condition(r, "Healthy") or {}).get("status") == "True", "Healthy")
+    app.settle()  # the observer's /sync for the Healthy render was handled, and nothing runs
     resync_clock.quiet_slot(timing.reconcile)
     requested = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
     since = app.releases.recorder.mark()
