@@ -9,7 +9,6 @@ is what the restart rule (BACK-5) needs; everything else only reads the Deployme
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +60,8 @@ class DeploymentController:
     timeout: float = ROLLOUT_TIMEOUT
     #: the replicas to scale back to, read from the Deployment when the suite attaches
     replicas: int = 0
+    #: its pods' label selector, read at attach (a Deployment's selector is immutable)
+    selector: str = ""
     #: time.monotonic() of the last start (0: started before the suite): the resync restarts
     started_at: float = 0.0
 
@@ -78,22 +79,31 @@ class DeploymentController:
 
     def attach(self) -> DeploymentController:
         """Check the Deployment is there and rolled out; remember its replicas."""
-        replicas = self._read().spec.replicas
-        if not replicas:
+        deployment = self._read()
+        if not deployment.spec.replicas:
             raise DeploymentError(f"{self} is scaled to zero: no controller runs")
-        self.replicas = replicas
-        self._wait(rolled_out, "rolled out")
+        self.replicas = deployment.spec.replicas
+        self.selector = label_selector(deployment.spec.selector)
+        self._wait_rolled_out()
         return self
 
     def stop(self) -> None:
         """Scale to zero and wait until no pod of the Deployment is left, terminating or not."""
         self._scale(0)
-        self._wait(lambda _: not self.pods(), "without pods")
+        poll_until(
+            lambda: not self.pods(),
+            timeout=self.timeout,
+            step=POLL_STEP,
+            failure=lambda: DeploymentError(
+                f"{self}: pods left after {self.timeout:g} s at zero replicas: "
+                f"{', '.join(pod.metadata.name for pod in self.pods())}"
+            ),
+        )
 
     def start(self) -> DeploymentController:
         self.started_at = time.monotonic()
         self._scale(self.replicas)
-        self._wait(rolled_out, f"rolled out with {self.replicas} replica(s)")
+        self._wait_rolled_out()
         return self
 
     def restore(self) -> None:
@@ -112,10 +122,9 @@ class DeploymentController:
             )
 
     def pods(self) -> list[Any]:
-        selector = label_selector(self._read().spec.selector)
         return (
             client.CoreV1Api(self.api)
-            .list_namespaced_pod(self.namespace, label_selector=selector)
+            .list_namespaced_pod(self.namespace, label_selector=self.selector)
             .items
         )
 
@@ -148,18 +157,20 @@ class DeploymentController:
             self.name, self.namespace, {"spec": {"replicas": replicas}}
         )
 
-    def _wait(self, done: Callable[[Any], bool], what: str) -> None:
-        last: list[Any] = []
+    def _wait_rolled_out(self) -> None:
+        deployment = None
 
-        def reached() -> bool:
-            last[:] = [self._read()]
-            return done(last[0])
+        def done() -> bool:
+            nonlocal deployment
+            deployment = self._read()
+            return rolled_out(deployment)
 
         poll_until(
-            reached,
+            done,
             timeout=self.timeout,
             step=POLL_STEP,
             failure=lambda: DeploymentError(
-                f"{self} not {what} after {self.timeout:g} s; status: {last[0].status}"
+                f"{self} not rolled out with {self.replicas} replica(s) after "
+                f"{self.timeout:g} s; status: {deployment.status if deployment else None}"
             ),
         )
