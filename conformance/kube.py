@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
+
+T = TypeVar("T")
+
+
+def read_or_none(read: Callable[[], T]) -> T | None:
+    """`read()`, or None when the object is not there (404); any other error is raised."""
+    try:
+        return read()
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 @dataclass(frozen=True)

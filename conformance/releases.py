@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from kubernetes import client, dynamic
 
+from conformance.kube import read_or_none
 from conformance.polling import poll_until
 from conformance.timing import Timing
 from conformance.witness import Attempt, Recorder
@@ -245,13 +246,10 @@ class App:
 
     # -- the rendered object -------------------------------------------------------------------
     def live_object(self) -> Obj | None:
-        try:
-            found = self.releases.core.read_namespaced_config_map(self.object_name, self.namespace)
-        except client.ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return self.releases.api.sanitize_for_serialization(found)
+        found = read_or_none(
+            lambda: self.releases.core.read_namespaced_config_map(self.object_name, self.namespace)
+        )
+        return None if found is None else self.releases.api.sanitize_for_serialization(found)
 
     def drift(self, content: str = "drifted") -> None:
         """Change the rendered object behind the controller's back."""

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from kubernetes import client
 
 from conformance.clusters import pki
+from conformance.kube import read_or_none
 from conformance.polling import poll_until
 
 log = logging.getLogger(__name__)
@@ -609,12 +610,8 @@ def configuration_name(namespace: str) -> str:
 
 
 def _namespace_alive(core: client.CoreV1Api, name: str) -> bool:
-    try:
-        return core.read_namespace(name).metadata.deletion_timestamp is None
-    except client.ApiException as error:
-        if error.status == 404:
-            return False
-        raise
+    found = read_or_none(lambda: core.read_namespace(name))
+    return found is not None and found.metadata.deletion_timestamp is None
 
 
 def _ip_or_dns(host: str) -> dict[str, tuple[str, ...]]:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client
 
+from conformance.kube import read_or_none
+
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:
     """Poll `check` until it holds; return the seconds it took, or fail naming `what`."""
@@ -30,9 +32,5 @@ def pid_running(pid: int) -> bool:
 
 def namespace_deleted(core: client.CoreV1Api, name: str) -> bool:
     """Deleted, or on its way: the namespace controller finishes the rest."""
-    try:
-        return core.read_namespace(name).metadata.deletion_timestamp is not None
-    except client.ApiException as error:
-        if error.status == 404:
-            return True
-        raise
+    found = read_or_none(lambda: core.read_namespace(name))
+    return found is None or found.metadata.deletion_timestamp is not None

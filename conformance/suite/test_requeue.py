@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
+from conformance.kube import read_or_none
 from conformance.releases import (
     API_VERSION,
     GROUP,
@@ -295,12 +296,10 @@ class PruneFailed(Transient):
         assert self.live_pruned(app) is None, "the pruned object is still there"
 
     def live_pruned(self, app: App) -> Any:
-        try:
-            return app.releases.core.read_namespaced_config_map(self.pruned(app), app.namespace)
-        except client.ApiException as error:
-            if error.status == 404:
-                return None
-            raise
+        core = app.releases.core
+        return read_or_none(
+            lambda: core.read_namespaced_config_map(self.pruned(app), app.namespace)
+        )
 
 
 TRANSIENT = [SourceNotReady(), ValuesNotReady(), ClusterNotReady(), DeployFailed(), PruneFailed()]

@@ -11,6 +11,7 @@ from conformance.clusters import binaries
 from conformance.clusters.base import Cluster
 from conformance.clusters.local import ControlPlaneError, LocalControlPlane
 from conformance.clusters.processes import ChildDied, kill_now
+from conformance.kube import read_or_none
 from tests.helpers import pid_running, wait_until
 
 pytestmark = pytest.mark.usefixtures("cluster")
@@ -87,13 +88,7 @@ def test_namespace_deletion_completes(k8s: client.ApiClient) -> None:
     core.delete_namespace("deletion-check")
 
     def gone() -> bool:
-        try:
-            core.read_namespace("deletion-check")
-        except client.ApiException as error:
-            if error.status == 404:
-                return True
-            raise
-        return False
+        return read_or_none(lambda: core.read_namespace("deletion-check")) is None
 
     took = wait_until(gone, 60, "the namespace deletion to complete")
     print(f"namespace deleted in {took:.2f} s")

@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
+from conformance.kube import read_or_none
 from convoy.api import FIELD_MANAGER, RELEASE_LABEL, Reason, release_key
 from convoy.apply import (
     ApplyError,
@@ -27,12 +28,7 @@ ConfigMap = Callable[..., Obj]
 
 
 def live(core: client.CoreV1Api, namespace: str, name: str) -> client.V1ConfigMap | None:
-    try:
-        return core.read_namespaced_config_map(name, namespace)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    return read_or_none(lambda: core.read_namespaced_config_map(name, namespace))
 
 
 def gizmo(namespace: str, crd: Obj, name: str = "g") -> Obj:

@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.dynamic.discovery import Discoverer
 
+from conformance.kube import read_or_none
 from conformance.witness import (
     DENIAL,
     Attempt,
@@ -58,15 +59,6 @@ def apply(
         force_conflicts=True,
         dry_run=dry_run,
     )
-
-
-def read_or_none(read: Callable[[], Any]) -> Any:
-    try:
-        return read()
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
 
 
 def stored_data(core: client.CoreV1Api, namespace: str) -> dict[str, str] | None:

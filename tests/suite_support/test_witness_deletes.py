@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from conformance.kube import read_or_none
 from conformance.witness import (
     DELETES_LABEL,
     DENIAL,
@@ -35,13 +36,8 @@ def config_map(name: str, *, opted_in: bool) -> dict[str, Any]:
     return witness_deletes(body) if opted_in else body
 
 
-def read_or_none(core: client.CoreV1Api, name: str, namespace: str) -> Any:
-    try:
-        return core.read_namespaced_config_map(name, namespace)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+def config_map_or_none(core: client.CoreV1Api, name: str, namespace: str) -> Any:
+    return read_or_none(lambda: core.read_namespaced_config_map(name, namespace))
 
 
 def test_witness_deletes_adds_the_label_and_keeps_the_others() -> None:
@@ -90,7 +86,7 @@ def test_deletes_of_labelled_objects_are_recorded_and_others_are_not_sent(
     assert (attempt.kind, attempt.namespace, attempt.user) == (CONFIG_MAP, namespace, username)
     assert attempt.resource_version == version
     assert before <= attempt.at <= after and not attempt.denied
-    assert read_or_none(core, LABELLED, namespace) is None
+    assert config_map_or_none(core, LABELLED, namespace) is None
 
 
 def test_deny_delete_refuses_it_until_allowed(
@@ -104,10 +100,10 @@ def test_deny_delete_refuses_it_until_allowed(
             core.delete_namespaced_config_map(LABELLED, namespace)
         assert refused.value.status == 403
         assert f"{DENIAL}: prune refused" in json.loads(refused.value.body)["message"]
-    assert read_or_none(core, LABELLED, namespace) is not None, "a denied delete deleted"
+    assert config_map_or_none(core, LABELLED, namespace) is not None, "a denied delete deleted"
     recorder.allow_all()
     core.delete_namespaced_config_map(LABELLED, namespace)
-    assert read_or_none(core, LABELLED, namespace) is None
+    assert config_map_or_none(core, LABELLED, namespace) is None
     assert [a.denied for a in recorder.attempts(operation="DELETE")] == [True, True, False]
 
 
@@ -122,13 +118,7 @@ def test_a_namespace_with_a_labelled_object_deletes_while_the_webhook_is_registe
     core.delete_namespace(namespace)
 
     def gone() -> bool:
-        try:
-            core.read_namespace(namespace)
-        except client.ApiException as error:
-            if error.status == 404:
-                return True
-            raise
-        return False
+        return read_or_none(lambda: core.read_namespace(namespace)) is None
 
     try:
         took = wait_until(gone, 60, f"namespace {namespace} to be deleted")
