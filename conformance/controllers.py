@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from conformance.clusters.local import free_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
-from conformance.polling import poll_until
+from conformance.polling import wait_http_ok
 from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
@@ -102,20 +100,13 @@ class HostController:
     def _wait_ready(self, url: str) -> None:
         process = self.process
         assert process is not None
-
-        def ready() -> bool:
-            process.check()
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    return True
-            except (urllib.error.URLError, OSError):
-                return False
-
-        poll_until(
-            ready,
+        wait_http_ok(
+            url,
+            alive=process.check,
             timeout=READY_TIMEOUT,
             step=0.05,
-            failure=lambda: ChildDied(
+            request_timeout=2.0,
+            failure=lambda _: ChildDied(
                 f"controller not ready after {READY_TIMEOUT:.0f} s:\n{process.tail()}"
             ),
         )

@@ -9,7 +9,6 @@ own writes (drift) carry the field manager SUITE_MANAGER and are left out.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,7 @@ import yaml
 from kubernetes import client, dynamic
 
 from conformance.kube import read_or_none
-from conformance.polling import poll_until
+from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
 from conformance.witness import Attempt, Recorder
 
@@ -226,14 +225,15 @@ class App:
 
     def holds_for(self, predicate: Callable[[Obj], bool], what: str, seconds: float) -> None:
         """A quiet period on the Release: `predicate` must hold at every poll for `seconds`."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+
+        def holds() -> None:
             release = self.get()
             assert predicate(release), (
                 f"Release {self.namespace}/{self.name}: {what} stopped holding; status "
                 f"{release.get('status')}"
             )
-            time.sleep(POLL)
+
+        quiet_period(holds, seconds=seconds, step=POLL)
 
     def wait_applied(self, status: str, reason: str, timeout: float | None = None) -> Obj:
         """Wait until the Applied condition has `status` and `reason`."""

@@ -106,8 +106,9 @@ class ResyncClock:
         while True:
             now, last = time.monotonic(), self.ticks()[-1]
             if now < last + self.settle:
-                # The settle period, a named wait: the reconciles of a resync burst drain.
-                time.sleep(last + self.settle - now)
+                # The settle period, a named quiet period: the reconciles of a resync burst
+                # drain. A tick meanwhile ends it early; the loop then settles after that one.
+                self._sentinel.quiet(last + self.settle - now, since=self._recorder.mark())
                 continue
             due = last + math.ceil((now - last) / self.period) * self.period
             if now + length + guard < due:

@@ -10,15 +10,18 @@ import pytest
 from kubernetes import client
 
 from conformance.kube import read_or_none
+from conformance.polling import poll_until
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:
     """Poll `check` until it holds; return the seconds it took, or fail naming `what`."""
     started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    poll_until(
+        check,
+        timeout=timeout,
+        step=0.05,
+        failure=lambda: pytest.fail.Exception(f"timed out after {timeout:g} s waiting for {what}"),
+    )
     return time.monotonic() - started
 
 

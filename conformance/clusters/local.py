@@ -13,8 +13,6 @@ import socket
 import ssl
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from conformance.clusters import pki
@@ -22,7 +20,7 @@ from conformance.clusters.base import CallbackAddress, Cluster
 from conformance.clusters.binaries import Binaries
 from conformance.clusters.kubeconfig import render_kubeconfig
 from conformance.clusters.processes import ChildDied, ManagedProcess
-from conformance.polling import poll_until
+from conformance.polling import wait_http_ok
 
 log = logging.getLogger(__name__)
 
@@ -246,26 +244,20 @@ class LocalControlPlane(Cluster):
 
     def _wait_https_ok(self, process: ManagedProcess, url: str, context: ssl.SSLContext) -> None:
         """Poll `url` until it answers 200, failing fast when any child dies."""
-        last_error = "no answer yet"
 
-        def answers() -> bool:
-            nonlocal last_error
+        def alive() -> None:
             try:
                 self.check_health()
             except ChildDied as died:
                 raise ControlPlaneError(str(died)) from None
-            try:
-                with urllib.request.urlopen(url, context=context, timeout=5):
-                    return True
-            except (urllib.error.URLError, OSError) as error:
-                last_error = str(error)
-                return False
 
-        poll_until(
-            answers,
+        wait_http_ok(
+            url,
+            alive=alive,
             timeout=START_TIMEOUT,
             step=0.1,
-            failure=lambda: ControlPlaneError(
+            context=context,
+            failure=lambda last_error: ControlPlaneError(
                 f"{process.name} not ready after {START_TIMEOUT:.0f} s ({url}: {last_error}); "
                 f"last lines of its log:\n{process.tail()}"
             ),

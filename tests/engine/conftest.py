@@ -17,6 +17,7 @@ import yaml
 from kubernetes import client, dynamic
 
 from conformance.controllers import HostController
+from conformance.polling import poll_until
 from conformance.releases import (
     API_VERSION,
     SYNC_REQUESTED_AT,
@@ -136,14 +137,19 @@ class Engine:
 
 def wait_for(read: Callable[[], Obj], check: Callable[[Obj], bool], what: str) -> Obj:
     """Poll `read()` until `check` holds on it; fail naming `what` and the last value."""
-    deadline = time.monotonic() + SETTLE
-    while True:
+    value: Obj | None = None
+
+    def holds() -> Obj | None:
+        nonlocal value
         value = read()
-        if check(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} after {SETTLE:g} s; last seen: {value}")
-        time.sleep(0.1)
+        return value if check(value) else None
+
+    return poll_until(
+        holds,
+        timeout=SETTLE,
+        step=0.1,
+        failure=lambda: pytest.fail.Exception(f"no {what} after {SETTLE:g} s; last seen: {value}"),
+    )
 
 
 def healthy(app: App, status: str, reason: str) -> Obj:

@@ -20,7 +20,6 @@ import os
 import socket
 import ssl
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ import yaml
 from conformance import install_kind, manifests
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.processes import ManagedProcess
+from conformance.polling import wait_http_ok
 
 SERVER_NAME = "convoy-subresources.convoy-system.svc"
 
@@ -126,16 +126,13 @@ def controller(
 
 
 def wait_healthy(controller: ManagedProcess, port: int, path: str = "/readyz") -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        controller.check()
-        try:
-            if get(f"http://127.0.0.1:{port}{path}")[0] == 200:
-                return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"{path} never answered 200:\n{controller.tail()}")
+    wait_http_ok(
+        f"http://127.0.0.1:{port}{path}",
+        alive=controller.check,
+        timeout=60,
+        step=0.1,
+        failure=lambda _: pytest.fail.Exception(f"{path} never answered 200:\n{controller.tail()}"),
+    )
 
 
 def test_the_deployment_passes_the_documented_flags() -> None:

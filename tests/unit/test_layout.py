@@ -14,12 +14,8 @@ def test_test_module_basenames_are_unique() -> None:
     assert repeated == [], f"rename one of each: {repeated}"
 
 
-#: The only sleeps in the suite: the poll step, and two named waits where nothing must happen.
-SLEEPS_ALLOWED = {
-    "conformance/polling.py": "the poll step of poll_until",
-    "conformance/releases.py": "App.holds_for, a named quiet period",
-    "conformance/resync.py": "ResyncClock's settle period after a resync burst",
-}
+#: The only sleep in the suite: the pause between two looks of conformance.polling.
+SLEEPS_ALLOWED = {"conformance/polling.py"}
 
 
 def test_the_suite_waits_by_polling_with_a_deadline() -> None:
@@ -28,5 +24,5 @@ def test_the_suite_waits_by_polling_with_a_deadline() -> None:
         for module in ROOT.glob("conformance/**/*.py")
         if "time.sleep(" in module.read_text()
     }
-    unexplained = sorted(sleeping - set(SLEEPS_ALLOWED))
+    unexplained = sorted(sleeping - SLEEPS_ALLOWED)
     assert not unexplained, f"wait with conformance.polling.poll_until instead: {unexplained}"
