@@ -1,8 +1,14 @@
-"""The rule catalog: every rule of the sync-policy document, by ID, in this project's words.
+"""The rule catalog: every rule of the sync-policy document, by ID, split into its clauses.
 
-The single source of rule IDs. Each conformance test names its rules with
-`@pytest.mark.rule("ID", ...)`; the plugin rejects unknown IDs, and the project's tests fail when
-a rule has no test or a test names no rule. `convoy-conformance rules --json` prints it.
+The single source of rule and clause IDs. A rule is one sentence of the document that a
+controller can obey or break; a clause is one part of it that a controller can break on its own:
+each listed reason, each event, each subresource and write method, each default, each boundary,
+each "fails or waits", each direction of a relation. A clause ID is its rule's ID, a dot and a
+name (`REQ-2.HookFailed`); rule IDs are those of the document's checklist, unchanged.
+
+Each conformance test names the clauses it checks with `@pytest.mark.clause("ID", ...)`; the
+plugin rejects unknown IDs and bare rule IDs, and the project's tests fail when a clause has no
+test or a test names none. `convoy-conformance rules --json` prints it.
 """
 
 from __future__ import annotations
@@ -11,6 +17,21 @@ from dataclasses import dataclass
 
 DOCUMENT = "sync-policy.txt"
 DOCUMENT_VERSION = "2026-11"
+#: What the tests of a clause that only a certifying run can check say when they skip.
+CERTIFYING_ONLY = "certifying run only"
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str
+    statement: str
+    #: Why a development run cannot check it, and which part of a certifying run does; None
+    #: when every run checks it.
+    certifying_only: str | None = None
+
+    @property
+    def rule_id(self) -> str:
+        return self.id.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -18,6 +39,17 @@ class Rule:
     id: str
     section: str
     statement: str
+    clauses: tuple[Clause, ...]
+
+
+def rule(rule_id: str, section: str, statement: str, *clauses: tuple[str, ...]) -> Rule:
+    """A rule and its clauses, each given as (name, statement[, certifying_only])."""
+    return Rule(
+        rule_id,
+        section,
+        statement,
+        tuple(Clause(f"{rule_id}.{name}", *rest) for name, *rest in clauses),
+    )
 
 
 MODE = "Automatic and manual mode"
@@ -27,235 +59,575 @@ TRIGGERS = "What starts a reconcile"
 REQUEUE = "Requeue rules"
 INTERVAL = "interval"
 BACKOFF = "retryBackoff"
+#: The long phase of a certifying run: the controller restarted with a resync period longer
+#: than the ladders it must not interrupt.
+LONG_PHASE = (
+    "needs a resync period longer than the ladder (over 40 minutes): checked in the long phase "
+    "of a certifying run"
+)
+SHIPPED_PHASE = (
+    "needs the controller run as shipped, without --resync: checked in the first phase of a "
+    "certifying run"
+)
+
+TRANSIENT_REASONS = (
+    "SourceNotReady",
+    "ValuesNotReady",
+    "ClusterNotReady",
+    "DeployFailed",
+    "PruneFailed",
+)
+NOT_TRANSIENT_REASONS = (
+    "Unsupported",
+    "Unappliable",
+    "Pinned",
+    "HookFailed",
+    "WaitingForSync",
+    "WaitingForWave",
+    "WaitingForHooks",
+    "WaitingForHealth",
+)
 
 RULES: tuple[Rule, ...] = (
-    Rule(
+    rule(
         "MODE-1",
         MODE,
-        "spec.syncPolicy.automatic chooses the mode; when it is not set the "
-        "Release behaves as automatic: false, that is in manual mode.",
+        "spec.syncPolicy.automatic chooses the mode; when it is not set the Release behaves as "
+        "automatic: false, that is in manual mode.",
+        (
+            "unset",
+            "Without automatic (no syncPolicy, an empty one, or one with other fields "
+            "only) the Release is in manual mode.",
+        ),
+        ("false", "automatic: false is manual mode."),
+        ("true", "automatic: true is automatic mode."),
+        (
+            "changed",
+            "A change of automatic takes effect at the reconcile it starts: true to "
+            "false stops the applies, false to true applies.",
+        ),
     ),
-    Rule(
+    rule(
         "AUTO-1",
         MODE,
-        "In automatic mode every reconcile applies the whole render, even when "
-        "neither the render nor the target changed.",
+        "In automatic mode every reconcile applies the whole render, even when neither the "
+        "render nor the target changed.",
+        (
+            "unchanged",
+            "Each reconcile applies, also when neither the render nor the target "
+            "changed since the last apply.",
+        ),
+        (
+            "whole-render",
+            "Each reconcile applies every object of the render, not only those "
+            "that changed or drifted.",
+        ),
     ),
-    Rule(
+    rule(
         "AUTO-2",
         MODE,
-        "In automatic mode each periodic reconcile repairs drift: a rendered "
-        "object changed or deleted in the target is restored as rendered.",
+        "In automatic mode each periodic reconcile repairs drift: a rendered object changed or "
+        "deleted in the target is restored as rendered.",
+        (
+            "changed",
+            "A rendered object changed in the target is restored at the next periodic reconcile.",
+        ),
+        (
+            "deleted",
+            "A rendered object deleted from the target is created again at the next "
+            "periodic reconcile.",
+        ),
     ),
-    Rule(
+    rule(
         "MAN-1",
         MODE,
-        "Manual mode with no pending /sync and a render equal to "
-        "status.lastSuccessful.renderRef: Applied is True with reason Applied, and its message "
-        "says the Release is in sync and that apply waits for /sync.",
+        "Manual mode with no pending /sync and a render equal to status.lastSuccessful.renderRef:"
+        " Applied is True with reason Applied, and its message says the Release is in sync and "
+        "that apply waits for /sync.",
+        (
+            "in-sync",
+            "Render equal to lastSuccessful.renderRef: Applied=True, reason Applied, at "
+            "every reconcile while nothing is pending.",
+        ),
+        ("message", "The message says that the Release is in sync and that apply waits for /sync."),
+        (
+            "render-back",
+            "A render that changes back to lastSuccessful.renderRef is in sync "
+            "again (the comparison is with the last applied render, not the last one seen).",
+        ),
     ),
-    Rule(
+    rule(
         "MAN-2",
         MODE,
         "Manual mode with no pending /sync and a render that differs from "
         "status.lastSuccessful.renderRef, or none applied yet: Applied is False with reason "
         "WaitingForSync.",
+        (
+            "never-applied",
+            "Nothing applied yet: Applied=False, reason WaitingForSync, at every "
+            "reconcile while nothing is pending.",
+        ),
+        (
+            "different",
+            "A render that differs from lastSuccessful.renderRef: Applied=False, "
+            "reason WaitingForSync, at every reconcile while nothing is pending.",
+        ),
     ),
-    Rule(
+    rule(
         "MAN-3",
         MODE,
-        "In manual mode without a pending /sync nothing is applied (drift stays) "
-        "and the pre-apply dry run does not run.",
+        "In manual mode without a pending /sync nothing is applied (drift stays) and the "
+        "pre-apply dry run does not run.",
+        ("in-sync", "In sync (MAN-1): no apply, no dry run, drift stays."),
+        ("different", "A different render (MAN-2): no apply, no dry run."),
+        ("never-applied", "Nothing applied yet (MAN-2): no apply, no dry run."),
     ),
-    Rule(
+    rule(
         "SYNC-1",
         SYNC,
         "POST releases/<name>/sync stores the current time in the annotation "
         "convoy.kumodo.io/sync-requested-at.",
+        (
+            "current-time",
+            "The annotation holds the time of the POST, also when it held an earlier time before.",
+        ),
+        ("named-release", "Only the named Release is written."),
     ),
-    Rule("SYNC-2", SYNC, "A change of the sync-requested-at annotation starts a reconcile."),
-    Rule(
+    rule(
+        "SYNC-2",
+        SYNC,
+        "A change of the sync-requested-at annotation starts a reconcile.",
+        ("later", "A change to a later time starts a reconcile."),
+        ("earlier", "A change to an earlier time starts a reconcile."),
+        ("removed", "Removing the annotation starts a reconcile."),
+    ),
+    rule(
         "SYNC-3",
         SYNC,
-        "In manual mode a request is pending while the annotation time is later "
-        "than status.lastHandledSyncAt, and a pending request is applied.",
+        "In manual mode a request is pending while the annotation time is later than "
+        "status.lastHandledSyncAt, and a pending request is applied.",
+        (
+            "later",
+            "An annotation later than lastHandledSyncAt (or with none) is pending and is applied.",
+        ),
+        (
+            "not-later",
+            "An annotation earlier than lastHandledSyncAt is not pending: nothing is applied.",
+        ),
+        (
+            "absolute-time",
+            "Times compare as instants: an annotation with a UTC offset is later "
+            "or earlier by the instant it names, not by its digits.",
+        ),
+        (
+            "per-release",
+            "Each Release's requests are pending against its own lastHandledSyncAt: a request "
+            "to one Release applies nothing of its neighbour's.",
+        ),
+        (
+            "at-creation",
+            "An annotation already set when the Release is created is a pending "
+            "request for its first reconcile.",
+        ),
     ),
-    Rule(
+    rule(
         "SYNC-4",
         SYNC,
-        "The pending check compares whole seconds: an annotation within the "
-        "same second as lastHandledSyncAt is not pending, one a second later is.",
+        "The pending check compares whole seconds: an annotation within the same second as "
+        "lastHandledSyncAt is not pending, one a second later is.",
+        (
+            "same-second",
+            "An annotation in the same second as lastHandledSyncAt, whatever its "
+            "fraction, is not pending.",
+        ),
+        ("next-second", "An annotation at the start of the next second is pending."),
     ),
-    Rule("SYNC-5", SYNC, "status.lastHandledSyncAt is written only after a successful apply."),
-    Rule(
+    rule(
+        "SYNC-5",
+        SYNC,
+        "status.lastHandledSyncAt is written only after a successful apply.",
+        (
+            "after-success",
+            "A successful apply writes lastHandledSyncAt: the handled request's "
+            "time, to the second (not the time of the apply).",
+        ),
+        ("not-on-failure", "A failed apply leaves lastHandledSyncAt as it was."),
+        (
+            "not-while-waiting",
+            "A reconcile that waits (a hold) leaves lastHandledSyncAt as it was.",
+        ),
+    ),
+    rule(
         "SYNC-6",
         SYNC,
-        "When the apply fails or waits, the request stays pending and the next "
-        "reconcile tries the apply again.",
+        "When the apply fails or waits, the request stays pending and the next reconcile tries "
+        "the apply again.",
+        (
+            "transient-failure",
+            "After a transient failure (DeployFailed) the retry applies the "
+            "request, without a new one.",
+        ),
+        (
+            "failure",
+            "After a failure that is not transient (Unappliable) the next periodic "
+            "reconcile applies the request, without a new one.",
+        ),
+        (
+            "wait",
+            "After a wait (Pinned) the next periodic reconcile applies the request once "
+            "nothing holds it, without a new one.",
+        ),
     ),
-    Rule(
+    rule(
         "SYNC-7",
         SYNC,
         "Automatic mode does not use status.lastHandledSyncAt: a /sync only starts a reconcile.",
+        (
+            "not-read",
+            "A /sync no later than lastHandledSyncAt still starts a reconcile that applies.",
+        ),
+        ("not-written", "Applies in automatic mode leave lastHandledSyncAt unset."),
     ),
-    Rule(
+    rule(
         "SYNC-8",
         SYNC,
-        "Writes to the /pin, /mutations and /lifecycle subresources also set "
-        "sync-requested-at, and each counts as a /sync request in manual mode.",
+        "Writes to the /pin, /mutations and /lifecycle subresources also set sync-requested-at, "
+        "and each counts as a /sync request in manual mode.",
+        *(
+            (
+                f"{method}-{subresource}",
+                f"{method} /{subresource} sets sync-requested-at in the "
+                "same update, and in manual mode the write is a request that is applied.",
+            )
+            for method in ("PUT", "DELETE")
+            for subresource in ("pin", "mutations", "lifecycle")
+        ),
     ),
-    Rule(
+    rule(
         "SYNC-9",
         SYNC,
-        "The observer sends a /sync when a sync wave completes, when health "
-        "assessment reaches a new render, and when a batch of lifecycle hooks completes; in "
-        "manual mode each counts as a request.",
+        "The observer sends a /sync when a sync wave completes, when health assessment reaches "
+        "a new render, and when a batch of lifecycle hooks completes; in manual mode each "
+        "counts as a request.",
+        (
+            "wave",
+            "A completed wave sends a /sync to each Release of the next wave; in manual "
+            "mode each is applied.",
+        ),
+        (
+            "new-render",
+            "Health assessment reaching a new render sends a /sync; in manual mode it is applied.",
+        ),
+        ("hooks", "A completed hook batch sends a /sync; in manual mode it is applied."),
     ),
-    Rule("SYNC-10", SYNC, "`kubectl convoy release sync NAME` sends the /sync POST."),
-    Rule(
+    rule(
+        "SYNC-10",
+        SYNC,
+        "`kubectl convoy release sync NAME` sends the /sync POST.",
+        ("post", "The command writes sync-requested-at, without sync-force-requested-at."),
+    ),
+    rule(
         "FORCE-1",
         FORCE,
         "POST releases/<name>/sync?force=true also stores the time in "
         "convoy.kumodo.io/sync-force-requested-at.",
+        (
+            "written",
+            "force=true writes sync-force-requested-at with the time of "
+            "sync-requested-at, in the same update.",
+        ),
+        (
+            "not-without-force",
+            "A POST without force, or with force=false, writes no sync-force-requested-at.",
+        ),
     ),
-    Rule("FORCE-2", FORCE, "The reconcile after a forced request skips the pre-apply dry run."),
-    Rule(
+    rule(
+        "FORCE-2",
+        FORCE,
+        "The reconcile after a forced request skips the pre-apply dry run.",
+        ("manual", "Manual mode: the forced reconcile applies without a dry run."),
+        ("automatic", "Automatic mode: the forced reconcile applies without a dry run."),
+        (
+            "own-release",
+            "Only the forced Release skips its dry run: a neighbour reconciled at the same time "
+            "runs its own.",
+        ),
+    ),
+    rule(
         "FORCE-3",
         FORCE,
-        "With a failurePolicy, the reconcile after a forced request starts a "
-        "new Progressing rollout, clearing a Failed or RolledBack one.",
+        "With a failurePolicy, the reconcile after a forced request starts a new Progressing "
+        "rollout, clearing a Failed or RolledBack one.",
+        ("Failed", "A Failed rollout gives way to a new Progressing one."),
+        ("RolledBack", "A RolledBack rollout gives way to a new Progressing one."),
+        ("Succeeded", "A Succeeded rollout gives way to a new Progressing one too."),
+        ("no-failurePolicy", "Without a failurePolicy a forced reconcile starts no rollout."),
     ),
-    Rule(
+    rule(
         "FORCE-4",
         FORCE,
-        "A forced request affects one reconcile only: the reconcile after it "
-        "runs the pre-apply dry run again.",
+        "A forced request affects one reconcile only: the reconcile after it runs the pre-apply"
+        " dry run again.",
+        ("after-success", "After a successful forced reconcile the next one runs the dry run."),
+        ("after-failure", "After a failed forced reconcile its retry runs the dry run."),
+        ("after-wait", "After a forced reconcile that waits the next one runs the dry run."),
     ),
-    Rule(
+    rule(
         "FORCE-5",
         FORCE,
-        "status.lastHandledForceSyncAt is written after the forced reconcile, "
-        "also when that reconcile fails or waits.",
+        "status.lastHandledForceSyncAt is written after the forced reconcile, also when that "
+        "reconcile fails or waits.",
+        (
+            "success",
+            "A successful forced reconcile writes lastHandledForceSyncAt: the forced "
+            "request's time, to the second.",
+        ),
+        ("failure", "A failed forced reconcile writes it too."),
+        ("wait", "A forced reconcile that waits (a hold) writes it too."),
     ),
-    Rule("FORCE-6", FORCE, "`kubectl convoy release sync NAME --force` sends the forced POST."),
-    Rule("TRIG-1", TRIGGERS, "Creating a Release starts a reconcile."),
-    Rule(
+    rule(
+        "FORCE-6",
+        FORCE,
+        "`kubectl convoy release sync NAME --force` sends the forced POST.",
+        ("post", "The command writes sync-force-requested-at with sync-requested-at."),
+    ),
+    rule(
+        "TRIG-1",
+        TRIGGERS,
+        "Creating a Release starts a reconcile.",
+        ("automatic", "An automatic Release is applied at its creation."),
+        ("manual", "A manual Release reports WaitingForSync at its creation."),
+    ),
+    rule(
         "TRIG-2",
         TRIGGERS,
-        "A change of metadata.generation starts a reconcile, and only a "
-        "change of spec changes the generation.",
+        "A change of metadata.generation starts a reconcile, and only a change of spec changes "
+        "the generation.",
+        ("automatic", "A spec change of an automatic Release starts a reconcile."),
+        ("manual", "A spec change of a manual Release starts a reconcile."),
     ),
-    Rule(
+    rule(
         "TRIG-3",
         TRIGGERS,
-        "A change of the sync-requested-at annotation starts a reconcile; "
-        "a change of any other annotation or of a label does not.",
+        "A change of the sync-requested-at annotation starts a reconcile; a change of any other"
+        " annotation or of a label does not.",
+        ("sync-requested-at", "A change of sync-requested-at starts a reconcile."),
+        ("label", "A label added or removed starts none."),
+        ("other-annotation", "An annotation outside convoy's starts none."),
+        ("force-annotation", "sync-force-requested-at written alone starts none."),
+        ("pin-annotation", "The pin annotation written through the main resource starts none."),
     ),
-    Rule(
+    rule(
         "TRIG-4",
         TRIGGERS,
-        "The informer resync starts a reconcile; its period is 2 minutes by "
-        "default and the controller flag --resync sets it.",
+        "The informer resync starts a reconcile; its period is 2 minutes by default and the "
+        "controller flag --resync sets it.",
+        ("flag", "With --resync the resync reconciles every Release once per that period."),
+        ("default", "Without --resync the period is 2 minutes.", SHIPPED_PHASE),
     ),
-    Rule("TRIG-5", TRIGGERS, "A scheduled requeue starts a reconcile when its time comes."),
-    Rule(
+    rule(
+        "TRIG-5",
+        TRIGGERS,
+        "A scheduled requeue starts a reconcile when its time comes.",
+        ("interval", "The periodic requeue of spec.syncPolicy.interval reconciles on time."),
+    ),
+    rule(
         "TRIG-6",
         TRIGGERS,
         "New health data written by the observer to the ReleaseInventory starts a reconcile.",
+        ("new-health", "A change of health in the inventory starts a reconcile."),
     ),
-    Rule(
+    rule(
         "TRIG-7",
         TRIGGERS,
-        "A change of the status of the Applied or Healthy condition of a "
-        "Release in a lower wave on the same Cluster starts a reconcile; the same change on "
-        "another Cluster or in a higher wave does not.",
+        "A change of the status of the Applied or Healthy condition of a Release in a lower "
+        "wave on the same Cluster starts a reconcile; the same change on another Cluster or in "
+        "a higher wave does not.",
+        ("Healthy", "A lower wave's Healthy status change reconciles the higher wave."),
+        ("Applied", "A lower wave's Applied status change reconciles the higher wave."),
+        ("every-higher-wave", "Every higher wave is reconciled, not only the next one."),
+        ("not-other-cluster", "A Release on another Cluster is not reconciled."),
+        (
+            "not-other-namespace",
+            "A Release in another namespace (another Cluster) is not reconciled.",
+        ),
+        ("not-lower-wave", "A higher wave's change does not reconcile a lower wave."),
     ),
-    Rule(
+    rule(
         "TRIG-8",
         TRIGGERS,
-        "A status write on a Release does not start a reconcile of it, so "
-        "the controller's own status writes do not loop.",
+        "A status write on a Release does not start a reconcile of it, so the controller's own "
+        "status writes do not loop.",
+        ("any-writer", "A status write by another client starts no reconcile."),
+        ("own-writes", "The controller's own status writes start no reconcile."),
     ),
-    Rule(
+    rule(
         "TRIG-9",
         TRIGGERS,
-        "Changing mutations or lifecycle through the main resource changes "
-        "no generation and starts no reconcile; the change is used at the next periodic "
-        "reconcile.",
+        "Changing mutations or lifecycle through the main resource changes no generation and "
+        "starts no reconcile; the change is used at the next periodic reconcile.",
+        ("mutations", "The mutations annotation: no reconcile; used at the next periodic one."),
+        ("lifecycle", "The lifecycle annotation: no reconcile; used at the next periodic one."),
     ),
-    Rule(
+    rule(
         "TRIG-10",
         TRIGGERS,
         "A write through the /mutations or /lifecycle subresource starts a reconcile at once.",
+        *(
+            (f"{method}-{subresource}", f"{method} /{subresource} starts a reconcile at once.")
+            for method in ("PUT", "DELETE")
+            for subresource in ("mutations", "lifecycle")
+        ),
     ),
-    Rule(
+    rule(
         "REQ-1",
         REQUEUE,
-        "SourceNotReady, ValuesNotReady, ClusterNotReady, DeployFailed and "
-        "PruneFailed are transient and are retried with backoff.",
+        "SourceNotReady, ValuesNotReady, ClusterNotReady, DeployFailed and PruneFailed are "
+        "transient and are retried with backoff.",
+        *(
+            (reason, f"{reason} is retried on the backoff ladder, neither sooner nor later.")
+            for reason in TRANSIENT_REASONS
+        ),
     ),
-    Rule(
+    rule(
         "REQ-2",
         REQUEUE,
-        "Unsupported, Unappliable, Pinned, HookFailed and the waiting reasons "
-        "are not transient: there is no backoff retry, only the next periodic reconcile.",
+        "Unsupported, Unappliable, Pinned, HookFailed and the waiting reasons are not "
+        "transient: there is no backoff retry, only the next periodic reconcile.",
+        *(
+            (
+                reason,
+                f"{reason} is not retried with backoff, and is checked again at the next "
+                "periodic reconcile.",
+            )
+            for reason in NOT_TRANSIENT_REASONS
+        ),
     ),
-    Rule("INT-1", INTERVAL, "spec.syncPolicy.interval is the period of the periodic reconcile."),
-    Rule("INT-2", INTERVAL, "The observer checks for drift on the same interval."),
-    Rule(
+    rule(
+        "INT-1",
+        INTERVAL,
+        "spec.syncPolicy.interval is the period of the periodic reconcile.",
+        ("period", "Reconciles come one interval apart, for intervals in several units."),
+        (
+            "per-release",
+            "Each Release keeps its own interval beside another one in the same namespace.",
+        ),
+    ),
+    rule(
+        "INT-2",
+        INTERVAL,
+        "The observer checks for drift on the same interval.",
+        ("period", "Drift checks come one interval apart."),
+        ("no-interval", "Without an interval there are no drift checks."),
+    ),
+    rule(
         "INT-3",
         INTERVAL,
-        "With interval unset or 0 there is no periodic reconcile; only the "
-        "informer resync and events start one.",
+        "With interval unset or 0 there is no periodic reconcile; only the informer resync and "
+        "events start one.",
+        ("unset", "Interval unset: no periodic reconcile."),
+        ("zero", 'Interval 0 ("0s", "0"): no periodic reconcile.'),
     ),
-    Rule(
+    rule(
         "BACK-1",
         BACKOFF,
         "With retryBackoff.initial set, the delay before retry n is initial x factor^(n-1).",
+        (
+            "formula",
+            "Retry n waits initial x factor^(n-1), for whole and fractional initials and factors.",
+        ),
+        (
+            "per-release",
+            "Each Release counts its own failures beside another failing Release "
+            "in the same namespace.",
+        ),
     ),
-    Rule("BACK-2", BACKOFF, "A factor below 1, or none, is taken as 2."),
-    Rule("BACK-3", BACKOFF, "The delay never exceeds max; without max the cap is 1000 seconds."),
-    Rule("BACK-4", BACKOFF, "A success or a hold resets the failure count."),
-    Rule("BACK-5", BACKOFF, "A restart of the controller resets the failure count."),
-    Rule(
+    rule(
+        "BACK-2",
+        BACKOFF,
+        "A factor below 1, or none, is taken as 2.",
+        ("below-1", "A factor below 1 (0.5, 0) is taken as 2."),
+        ("unset", "No factor is taken as 2."),
+        ("exactly-1", "A factor of exactly 1 is kept: every delay is initial."),
+    ),
+    rule(
+        "BACK-3",
+        BACKOFF,
+        "The delay never exceeds max; without max the cap is 1000 seconds.",
+        ("max", "The delays grow up to max and stay there."),
+        ("max-below-initial", "A max below initial caps the first delay too."),
+        ("default", "Without max the cap is 1000 seconds.", LONG_PHASE),
+    ),
+    rule(
+        "BACK-4",
+        BACKOFF,
+        "A success or a hold resets the failure count.",
+        ("success", "After a success the next failure waits the first delay again."),
+        ("hold-WaitingForSync", "After a WaitingForSync hold the count starts again."),
+        ("hold-Pinned", "After a Pinned hold the count starts again."),
+    ),
+    rule(
+        "BACK-5",
+        BACKOFF,
+        "A restart of the controller resets the failure count.",
+        ("restart", "After a restart the next failure waits the first delay again."),
+    ),
+    rule(
         "BACK-6",
         BACKOFF,
-        "Without retryBackoff.initial the default rate limiter applies: 5 "
-        "milliseconds, doubling at each failure, up to 1000 seconds.",
+        "Without retryBackoff.initial the default rate limiter applies: 5 milliseconds, "
+        "doubling at each failure, up to 1000 seconds.",
+        ("ladder", "The delays start at 5 ms and double."),
+        ("cap", "The doubling stops at 1000 seconds.", LONG_PHASE),
     ),
 )
 
-BY_ID = {rule.id: rule for rule in RULES}
-SECTIONS = tuple(dict.fromkeys(rule.section for rule in RULES))
+CLAUSES = {clause.id: clause for rule_ in RULES for clause in rule_.clauses}
+BY_ID = {rule_.id: rule_ for rule_ in RULES}
+SECTIONS = tuple(dict.fromkeys(rule_.section for rule_ in RULES))
 
-#: Modules whose tests check the cluster, not a rule (they name none).
+#: Modules whose tests check the cluster, not a clause (they name none).
 PREFLIGHT = ("test_preflight.py",)
+
+
+def unknown_ids(ids: tuple[str, ...] | list[str]) -> list[str]:
+    """The IDs that name no clause; a bare rule ID is one of them (name its clauses)."""
+    return [i for i in ids if i not in CLAUSES]
 
 
 @dataclass(frozen=True)
 class Coverage:
-    tests_by_rule: dict[str, list[str]]
+    tests_by_clause: dict[str, list[str]]
     untagged: list[str]
 
     @property
+    def tests_by_rule(self) -> dict[str, list[str]]:
+        return {
+            r.id: sorted({t for c in r.clauses for t in self.tests_by_clause[c.id]}) for r in RULES
+        }
+
+    @property
     def uncovered(self) -> list[str]:
-        return [rule.id for rule in RULES if not self.tests_by_rule[rule.id]]
+        return [clause for clause, tests in self.tests_by_clause.items() if not tests]
 
 
 class _Collector:
-    """A pytest plugin that records each collected test's rule markers."""
+    """A pytest plugin that records each collected test's clause markers."""
 
     def __init__(self) -> None:
         self.items: list[tuple[str, list[str]]] = []
 
     def pytest_collection_modifyitems(self, items: list) -> None:
-        for item in items:
-            rules = [rule for marker in item.iter_markers("rule") for rule in marker.args]
-            self.items.append((item.nodeid, rules))
+        self.items += [(item.nodeid, clauses_of(item)) for item in items]
+
+
+def clauses_of(item) -> list[str]:  # type: ignore[no-untyped-def]
+    """The clause IDs a collected test names (its own and its parameter's markers)."""
+    return [c for marker in item.iter_markers("clause") for c in marker.args]
 
 
 def coverage(suite_dir: str) -> Coverage:
-    """Collect the suite (nothing runs) and map every rule to the tests that name it."""
+    """Collect the suite (nothing runs) and map every clause to the tests that name it."""
     import pytest
 
     collector = _Collector()
@@ -264,11 +636,11 @@ def coverage(suite_dir: str) -> Coverage:
     )
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise RuntimeError(f"collecting {suite_dir} failed with exit code {code}")
-    tests_by_rule: dict[str, list[str]] = {rule.id: [] for rule in RULES}
+    tests_by_clause: dict[str, list[str]] = {clause: [] for clause in CLAUSES}
     untagged = []
-    for nodeid, rules in collector.items:
-        for rule in rules:
-            tests_by_rule[rule].append(nodeid)
-        if not rules and not nodeid.split("::")[0].endswith(PREFLIGHT):
+    for nodeid, clauses in collector.items:
+        for clause in clauses:
+            tests_by_clause[clause].append(nodeid)
+        if not clauses and not nodeid.split("::")[0].endswith(PREFLIGHT):
             untagged.append(nodeid)
-    return Coverage(tests_by_rule, untagged)
+    return Coverage(tests_by_clause, untagged)

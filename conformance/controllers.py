@@ -46,7 +46,8 @@ class HostController:
 
     kubeconfig: Path
     log_path: Path
-    resync: float
+    #: --resync in seconds; None runs the controller as shipped, with the document's default
+    resync: float | None
     namespace: str | None = None
     #: a mutant of mutants/ to run instead of the reference controller
     mutant: str | None = None
@@ -61,7 +62,7 @@ class HostController:
             "-m",
             "mutants" if self.mutant else "convoy",
             f"--kubeconfig={self.kubeconfig}",
-            f"--resync={self.resync:g}s",
+            *([] if self.resync is None else [f"--resync={self.resync:g}s"]),
             f"--health-port={health_port}",
             "--metrics-port=0",
         ]

@@ -1,9 +1,9 @@
-"""The kill run: the suite's tests of each mutant's rules, against that mutant.
+"""The kill run: the suite's tests of each mutant's clauses, against that mutant.
 
-A mutant is killed when at least one test of its rules FAILS (an assertion about the rule);
-an error (a fixture or the harness breaking, the controller crashing) is not a kill. The same
-selection first runs against the unmutated reference controller: it must pass, so that no kill
-is false.
+A mutant is killed when at least one test of its clauses FAILS (an assertion about the rule);
+an error (a fixture or the harness breaking, the controller crashing) is not a kill. The whole
+suite first runs against the unmutated reference controller (the baseline): it must pass, so
+that no kill is false. Each benign variant runs the whole suite too and must pass it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from conformance import catalog
 from conformance.controllers import MUTANT_VARIABLE
+from conformance.timing import DOCUMENT_RESYNC, LONG_RESYNC
 
 if TYPE_CHECKING:
     from mutants import Mutant
@@ -37,14 +38,34 @@ class Outcome:
     failed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the baseline or a benign variant: it must pass; a mutant must be killed
+    must_pass: bool = False
 
     @property
     def killed(self) -> bool:
         return bool(self.failed)
 
+    @property
+    def clean(self) -> bool:
+        return bool(self.passed) and not self.failed and not self.errors
 
-def selection(rules: tuple[str, ...], tests_by_rule: dict[str, list[str]]) -> list[str]:
-    return sorted({test for rule in rules for test in tests_by_rule[rule]})
+    @property
+    def as_expected(self) -> bool:
+        return self.clean if self.must_pass else self.killed
+
+
+def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
+    return sorted({test for clause in clauses for test in tests_by_clause[clause]})
+
+
+def phase_arguments(mutant: Mutant) -> list[str]:
+    """What a mutant that only a certifying phase can kill needs: the controller as shipped
+    (no --resync), or the long phase's resync and tests."""
+    if mutant.phase == "shipped":
+        return ["--timing", f"controller_resync={DOCUMENT_RESYNC:g}s"]
+    if mutant.phase == "long":
+        return ["-m", "long", "--timing", f"controller_resync={LONG_RESYNC:g}s"]
+    return []
 
 
 def read_junit(path: Path, name: str, seconds: float) -> Outcome:
@@ -101,7 +122,35 @@ def run_selection(
     started = time.monotonic()
     with (workdir / f"{name}.log").open("w") as log:
         subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
-    return read_junit(junit, name, time.monotonic() - started)
+    outcome = read_junit(junit, name, time.monotonic() - started)
+    outcome.must_pass = mutant is None or mutant.benign
+    return outcome
+
+
+@dataclass(frozen=True)
+class Job:
+    """One pytest run of the kill run: which tests, against what, with which extra options."""
+
+    name: str
+    tests: list[str]
+    mutant: Mutant | None
+    options: list[str]
+
+
+def jobs(
+    mutants: list[Mutant], suite_dir: Path, tests_by_clause: dict[str, list[str]], workers: int
+) -> list[Job]:
+    """A mutant runs the tests of its clauses and stops at the first failure (a kill); a
+    benign variant runs the whole suite, like the baseline, and must pass it."""
+    whole = ["-n", str(workers), "--dist", "worksteal"]
+    found = []
+    for mutant in mutants:
+        if mutant.benign:
+            found.append(Job(mutant.name, [str(suite_dir)], mutant, whole))
+        else:
+            tests = selection(mutant.clauses, tests_by_clause)
+            found.append(Job(mutant.name, tests, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
+    return found
 
 
 def kill_run(
@@ -110,19 +159,27 @@ def kill_run(
     workdir: Path,
     pytest_args: list[str],
     parallel: int,
+    workers: int,
     progress: Callable[[Outcome], None],
 ) -> tuple[Outcome, list[Outcome]]:
-    """Run the baseline, then every mutant (`parallel` at a time); return all outcomes."""
+    """Run the baseline (the whole suite on the reference controller), then every mutant and
+    variant (`parallel` runs at a time); return all outcomes."""
     with contextlib.redirect_stdout(io.StringIO()):
-        tests_by_rule = catalog.coverage(str(suite_dir)).tests_by_rule
-    chosen = {m.name: selection(m.rules, tests_by_rule) for m in mutants}
-    everything = sorted({test for tests in chosen.values() for test in tests})
-    baseline = run_selection("baseline", everything, None, workdir, pytest_args)
+        tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
+    whole = ["-n", str(workers), "--dist", "worksteal"]
+    baseline = run_selection("baseline", [str(suite_dir)], None, workdir, [*pytest_args, *whole])
     progress(baseline)
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [
-            pool.submit(run_selection, m.name, chosen[m.name], m, workdir, pytest_args)
-            for m in mutants
+            pool.submit(
+                run_selection,
+                job.name,
+                job.tests,
+                job.mutant,
+                workdir,
+                [*pytest_args, *job.options],
+            )
+            for job in jobs(mutants, suite_dir, tests_by_clause, workers)
         ]
         outcomes = []
         for future in futures:

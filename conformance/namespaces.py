@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from kubernetes import client
 
@@ -25,6 +27,17 @@ def delete_namespace(core: client.CoreV1Api, name: str) -> None:
     except client.ApiException as error:
         if error.status != 404:
             raise
+
+
+@contextmanager
+def temporary_namespace(core: client.CoreV1Api, test_name: str, run_id: str) -> Iterator[str]:
+    """A namespace named after `test_name`, labelled with the run, deleted however it ends."""
+    name = namespace_name(test_name)
+    core.create_namespace({"metadata": {"name": name, "labels": {RUN_LABEL: run_id}}})
+    try:
+        yield name
+    finally:
+        delete_namespace(core, name)
 
 
 def sweep_namespaces(cluster: Cluster, run_id: str) -> None:

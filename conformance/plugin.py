@@ -14,7 +14,7 @@ import pytest
 
 from conformance import catalog, diagnostics, timing
 from conformance.clusters.select import PROVIDERS, Choice
-from conformance.report import IMPLEMENTATION_FIELDS, ReportPlugin
+from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
 from conformance.session import (
     CHOICE,
     RUN_ID,
@@ -78,6 +78,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write conformance-report.yaml, conformance-report.html and junit.xml here",
     )
+    group.addoption(
+        "--certify-phase",
+        choices=list(PHASES),
+        default=None,
+        help="the phase of a certifying run this is (convoy-conformance certify sets it)",
+    )
+    group.addoption(
+        "--previous-phase",
+        type=Path,
+        default=None,
+        help="the report of the certifying run's previous phase, carried on into this one",
+    )
     for field in IMPLEMENTATION_FIELDS:
         group.addoption(
             f"--implementation-{field}",
@@ -94,9 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if report_dir and not config.option.xmlpath:
         config.option.xmlpath = str(report_dir / "junit.xml")  # before junitxml reads it
     config.pluginmanager.register(ReportPlugin(config), "convoy-conformance-report")
-    config.addinivalue_line("markers", "rule(*ids): the catalog rules this test checks")
+    config.addinivalue_line("markers", "clause(*ids): the catalog clauses this test checks")
     config.addinivalue_line(
-        "markers", "long: needs a controller resync above 1000 s; run with -m long"
+        "markers",
+        "long: needs the controller's resync above its ladder (the long phase of a certifying "
+        "run: -m long)",
     )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):
@@ -136,12 +150,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every rule a test names must be in the catalog."""
+    """Every clause a test names must be in the catalog (a bare rule ID is not a clause)."""
     for item in items:
-        for marker in item.iter_markers("rule"):
-            unknown = [rule for rule in marker.args if rule not in catalog.BY_ID]
-            if unknown:
-                raise pytest.UsageError(f"{item.nodeid}: unknown rule ID(s) {unknown}")
+        unknown = catalog.unknown_ids(catalog.clauses_of(item))
+        if unknown:
+            rules = [catalog.BY_ID[i] for i in unknown if i in catalog.BY_ID]
+            hint = "".join(
+                f"; {r.id} is a rule: name its clauses ({', '.join(c.id for c in r.clauses)})"
+                for r in rules
+            )
+            raise pytest.UsageError(f"{item.nodeid}: unknown clause ID(s) {unknown}{hint}")
 
 
 @pytest.hookimpl(hookwrapper=True)

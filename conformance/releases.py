@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import yaml
@@ -26,6 +26,11 @@ GROUP = "convoy.kumodo.io"
 API_VERSION = f"{GROUP}/v1alpha1"
 SYNC_REQUESTED_AT = f"{GROUP}/sync-requested-at"
 SYNC_FORCE_REQUESTED_AT = f"{GROUP}/sync-force-requested-at"
+PIN = f"{GROUP}/pin"
+MUTATIONS = f"{GROUP}/mutations"
+LIFECYCLE = f"{GROUP}/lifecycle"
+#: A well-formed renderRef that no render has: a pin to it holds every render.
+NO_RENDER = "sha256:" + "0" * 64
 SUITE_MANAGER = "convoy-conformance"
 POLL = 0.05
 #: Waits at least this long are announced in the log (live with `convoy-conformance run`).
@@ -35,9 +40,13 @@ log = logging.getLogger("conformance")
 Obj = dict[str, Any]
 
 
-def rfc3339(moment: datetime) -> str:
-    """Microsecond precision and a Z, as the /sync endpoint writes it."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def rfc3339(moment: datetime, offset: timedelta | None = None) -> str:
+    """Microsecond precision and a Z, as the /sync endpoint writes it; with `offset`, the same
+    instant written in that UTC offset (such as -05:00)."""
+    if offset is None:
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    local = moment.astimezone(timezone(offset))
+    return local.isoformat(timespec="microseconds")
 
 
 def parse_time(text: str) -> datetime:
@@ -47,6 +56,11 @@ def parse_time(text: str) -> datetime:
 def condition(release: Obj, kind: str = "Applied") -> Obj | None:
     conditions = (release.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind), None)
+
+
+def condition_status(release: Obj, kind: str = "Applied") -> str | None:
+    """The status of condition `kind` ("True", "False", "Unknown"), None before it is set."""
+    return (condition(release, kind) or {}).get("status")
 
 
 def content_object(name: str, content: str) -> Obj:
@@ -80,6 +94,7 @@ class Releases:
         content: str = "v1",
         extra: list[Obj] | None = None,
         annotations: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
         **spec: Any,
     ) -> App:
         """Create the source, then the Release (so the first reconcile finds its source).
@@ -91,7 +106,7 @@ class Releases:
         body = {
             "apiVersion": API_VERSION,
             "kind": "Release",
-            "metadata": {"name": name, "annotations": annotations or {}},
+            "metadata": {"name": name, "annotations": annotations or {}, "labels": labels or {}},
             "spec": {"source": {"name": created.source_name}, **spec},
         }
         if sync_policy is not None:
@@ -175,12 +190,18 @@ class App:
         return written
 
     def next_pending_time(self) -> datetime:
-        """The earliest request time that is pending: a second after the last handled one."""
+        """The earliest request time that is pending: a second after the last handled one,
+        and never the time the annotation holds already (writing that would change nothing)."""
+        release = self.get()
         now = datetime.now(UTC)
-        handled = self.status().get("lastHandledSyncAt")
-        if not handled:
-            return now
-        return max(now, parse_time(handled).replace(microsecond=0) + timedelta(seconds=1))
+        handled = (release.get("status") or {}).get("lastHandledSyncAt")
+        written = (release["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
+        candidates = [now]
+        if handled:
+            candidates.append(parse_time(handled).replace(microsecond=0) + timedelta(seconds=1))
+        if written:
+            candidates.append(parse_time(written) + timedelta(microseconds=1))
+        return max(candidates)
 
     def status(self) -> Obj:
         return self.get().get("status") or {}
@@ -209,10 +230,10 @@ class App:
         )
 
     def settle(self) -> None:
-        """Wait until the controller has left the test's namespace alone for `timing.tolerance`
+        """Wait until the controller has left the test's namespace alone for `timing.settle`
         seconds: the reconciles the setup started (an observer's /sync, say) are done, so the
         next step's evidence is the next step's own."""
-        recorder, calm = self.releases.recorder, self.releases.timing.tolerance
+        recorder, calm = self.releases.recorder, self.releases.timing.settle
         poll_until(
             lambda: not recorder.quiet(calm, since=recorder.mark(), where=not_by_suite),
             timeout=self.releases.timing.reconcile,
@@ -235,14 +256,38 @@ class App:
 
         quiet_period(holds, seconds=seconds, step=POLL)
 
+    def stays(self, status: str, reason: str, seconds: float) -> None:
+        """A quiet period: Applied keeps `status` and `reason` at every poll, and the
+        controller neither applies nor dry-runs the render meanwhile."""
+        since = self.releases.recorder.mark()
+        self.holds_for(
+            lambda release: applied_is(release, status, reason),
+            f"Applied={status} with reason {reason}",
+            seconds,
+        )
+        seen = self.attempts(since=since)
+        assert seen == [], (
+            f"Release {self.namespace}/{self.name}: applied or dry-ran while Applied was "
+            f"{status} {reason}: {[attempt.describe() for attempt in seen]}"
+        )
+        print(f"{self.name}: Applied={status} {reason} for {seconds:g} s, no apply, no dry run")
+
     def wait_applied(self, status: str, reason: str, timeout: float | None = None) -> Obj:
         """Wait until the Applied condition has `status` and `reason`."""
 
-        def holds(release: Obj) -> bool:
-            applied = condition(release)
-            return bool(applied and (applied["status"], applied["reason"]) == (status, reason))
+        return self.wait_for(
+            lambda release: applied_is(release, status, reason),
+            f"Applied={status} with reason {reason}",
+            timeout,
+        )
 
-        return self.wait_for(holds, f"Applied={status} with reason {reason}", timeout)
+    def wait_content(self, content: str, timeout: float | None = None) -> Obj:
+        """Wait until the rendered object holds `content` in the target."""
+        return self.wait_for(
+            lambda _: (self.live_object() or {}).get("data") == {"content": content},
+            f"{self.object_name} applied with content {content!r}",
+            timeout,
+        )
 
     # -- the rendered object -------------------------------------------------------------------
     def live_object(self) -> Obj | None:
@@ -259,6 +304,10 @@ class App:
             {"data": {"content": content}},
             field_manager=SUITE_MANAGER,
         )
+
+    def delete_object(self) -> None:
+        """Delete the rendered object behind the controller's back."""
+        self.releases.core.delete_namespaced_config_map(self.object_name, self.namespace)
 
     def attempts(self, *, since: float | None = None, dry_run: bool | None = None) -> list[Attempt]:
         """The controller's writes of the rendered object: applies, or dry runs."""
@@ -285,6 +334,27 @@ class App:
             timeout=limit,
         )
 
+    def wait_applies_of(self, names: set[str], *, since: float) -> set[str]:
+        """Wait until the controller has applied each of the objects `names` since `since`."""
+        recorder, limit = self.releases.recorder, self.releases.timing.reconcile
+        applied: set[str] = set()
+
+        def all_applied() -> set[str] | None:
+            nonlocal applied
+            seen = recorder.attempts(since=since, dry_run=False, where=not_by_suite)
+            applied = {attempt.name for attempt in seen} & names
+            return applied if applied == names else None
+
+        return poll_until(
+            all_applied,
+            timeout=limit,
+            step=POLL,
+            failure=lambda: AssertionError(
+                f"{self.namespace}: within {limit:g} s the controller applied "
+                f"{sorted(applied) or 'nothing'} of the render, not {sorted(names - applied)}"
+            ),
+        )
+
     def quiet(
         self, seconds: float, *, since: float | None = None, dry_run: bool | None = None
     ) -> list[Attempt]:
@@ -302,6 +372,11 @@ class App:
             where=not_by_suite,
             message="apply refused for the test",
         )
+
+
+def applied_is(release: Obj, status: str, reason: str) -> bool:
+    applied = condition(release)
+    return bool(applied and (applied["status"], applied["reason"]) == (status, reason))
 
 
 def announce(what: str, seconds: float) -> None:

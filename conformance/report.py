@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import html
-from collections import defaultdict
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,22 @@ import yaml
 
 from conformance import catalog
 from conformance.session import ENVIRONMENT, TIMING
+from conformance.timing import Timing
 
 API_VERSION = "conformance.convoy.kumodo.io/v1alpha1"
 KIND = "ConformanceReport"
 IMPLEMENTATION_FIELDS = ("organization", "project", "version", "url", "contact")
-STATES = ("passed", "failed", "error", "skipped", "not-supported")
+#: Verdicts of a test, a clause and a rule. "not-in-profile": the run's profile cannot check it
+#: (a development run, or the other phase of a certifying run); it is no verdict about the
+#: controller, and a certifying report has none left.
+STATES = ("passed", "failed", "error", "skipped", "not-supported", "not-in-profile")
 #: A skip whose reason starts with this marks a rule the implementation cannot be checked for.
 NOT_SUPPORTED = "not-supported:"
-#: Long tests (`-m long`) need a resync above 1000 s, which a certifying run (the document's
-#: 2 minutes) does not have; skipped for that reason they leave their rule's verdict alone.
-LONG = "long test"
-#: The user property that carries a test's rule IDs (also into JUnit XML).
-RULES_PROPERTY = "convoy_rules"
+#: The user property that carries a test's clause IDs (also into JUnit XML).
+CLAUSES_PROPERTY = "convoy_clauses"
+#: The phases of a certifying run (`convoy-conformance certify`), in order, with the marker
+#: expression that selects each one's tests.
+PHASES = {"shipped": "not long", "long": "long"}
 
 
 def suite_version() -> str:
@@ -45,9 +48,10 @@ def suite_version() -> str:
 @dataclasses.dataclass
 class TestResult:
     nodeid: str
-    rules: list[str]
+    clauses: list[str]
     state: str = "passed"
     message: str = ""
+    phase: str | None = None
 
 
 class ReportPlugin:
@@ -58,20 +62,36 @@ class ReportPlugin:
         self.results: dict[str, TestResult] = {}
         self.deselected = 0
         self.environment: dict[str, Any] = {}
+        self.phase: str | None = config.getoption("certify_phase", None)
+        #: The report of the phase before this one, whose results this report carries on.
+        self.previous: dict[str, Any] | None = None
+        previous = config.getoption("previous_phase", None)
+        if previous:
+            self.previous = yaml.safe_load(Path(previous).read_text())
+            for test in self.previous.get("tests") or []:
+                self.results[test["name"]] = TestResult(
+                    test["name"],
+                    test["clauses"],
+                    test["result"],
+                    test.get("message", ""),
+                    test.get("phase"),
+                )
 
     # -- collecting --------------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Tag each test with its rules; the tag travels in reports, also from xdist workers."""
+        """Tag each test with its clauses; the tag travels in reports, also from xdist workers."""
         for item in items:
-            rules = [rule for marker in item.iter_markers("rule") for rule in marker.args]
-            item.user_properties.append((RULES_PROPERTY, " ".join(rules)))
+            item.user_properties.append((CLAUSES_PROPERTY, " ".join(catalog.clauses_of(item))))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        rules = dict(report.user_properties).get(RULES_PROPERTY, "").split()
-        result = self.results.setdefault(report.nodeid, TestResult(report.nodeid, rules))
+        clauses = dict(report.user_properties).get(CLAUSES_PROPERTY, "").split()
+        result = self.results.get(report.nodeid)
+        if result is None or result.phase != self.phase:  # a test the previous phase skipped
+            result = TestResult(report.nodeid, clauses, phase=self.phase)
+            self.results[report.nodeid] = result
         state = _state(report)
         if state != "passed" and result.state == "passed":
             result.state, result.message = state, _message(report)
@@ -92,15 +112,13 @@ class ReportPlugin:
     # -- building ----------------------------------------------------------------------------
     def build(self) -> dict[str, Any]:
         timing = self.config.stash[TIMING]
-        tests_by_rule: dict[str, list[TestResult]] = defaultdict(list)
-        for result in self.results.values():
-            for rule in result.rules:
-                tests_by_rule[rule].append(result)
-        rules = [_rule_entry(rule, tests_by_rule[rule.id]) for rule in catalog.RULES]
+        results = list(self.results.values())
+        rules = [_rule_entry(rule, results) for rule in catalog.RULES]
         implementation = {
             f: self.config.getoption(f"implementation_{f}") for f in IMPLEMENTATION_FIELDS
         }
         reasons = self.non_certifying(rules, implementation, timing)
+        phases = [*((self.previous or {}).get("phases") or []), self.phase_entry(timing)]
         return {
             "apiVersion": API_VERSION,
             "kind": KIND,
@@ -111,10 +129,24 @@ class ReportPlugin:
             "environment": self.environment,
             "options": self.options(),
             "timing": {name: value for name, value, _ in timing.rows()},
+            "phases": phases,
             "certifying": not reasons,
             "nonCertifyingReasons": reasons,
             "summary": {state: sum(r["result"] == state for r in rules) for state in STATES},
+            "clauseSummary": {
+                state: sum(c["result"] == state for r in rules for c in r["clauses"])
+                for state in STATES
+            },
             "rules": rules,
+            "tests": [dataclasses.asdict(r) | {"name": r.nodeid} for r in results],
+        }
+
+    def phase_entry(self, timing: Timing) -> dict[str, Any]:
+        return {
+            "name": self.phase or "single",
+            "markers": self.config.getoption("markexpr") or None,
+            "controllerResync": timing.controller_resync,
+            "tests": sum(r.phase == self.phase for r in self.results.values()),
         }
 
     def options(self) -> dict[str, Any]:
@@ -128,14 +160,19 @@ class ReportPlugin:
             "args": list(self.config.invocation_params.args),
         }
 
-    def non_certifying(self, rules: list[dict], implementation: dict, timing) -> list[str]:
-        reasons = [f"timing beyond the certifying maximum: {t}" for t in timing.beyond_maximum()]
+    def non_certifying(self, rules: list[dict], implementation: dict, timing: Timing) -> list[str]:
         option = self.config.getoption
+        reasons = [
+            f"timing beyond the certifying maximum: {t}"
+            for t in timing.beyond_maximum(long_phase=self.phase == "long")
+        ]
+        reasons += self.phase_problems()
         if option("keyword"):
             reasons.append(f"tests selected with -k {option('keyword')!r}")
-        if option("markexpr"):
-            reasons.append(f"tests selected with -m {option('markexpr')!r}")
-        if self.deselected:
+        markers = option("markexpr")
+        if markers and markers != PHASES.get(self.phase or ""):
+            reasons.append(f"tests selected with -m {markers!r}")
+        if self.deselected and not self.phase:
             reasons.append(f"{self.deselected} test(s) deselected")
         if option("convoy_mutant"):
             reasons.append(f"a mutant of the reference controller ran: {option('convoy_mutant')}")
@@ -143,17 +180,32 @@ class ReportPlugin:
         if missing:
             reasons.append(f"implementation metadata missing: {', '.join(missing)}")
         for rule in rules:
-            if rule["result"] != "passed":
-                reasons.append(f"{rule['id']} {rule['result']}")
+            for clause in rule["clauses"]:
+                if clause["result"] != "passed":
+                    note = f" ({clause['notInProfile']})" if clause.get("notInProfile") else ""
+                    reasons.append(f"{clause['id']} {clause['result']}{note}")
         return reasons
+
+    def phase_problems(self) -> list[str]:
+        """A certifying run is both phases in order, the second carrying on the first."""
+        if self.phase is None:
+            return []
+        order = list(PHASES)
+        done = [p["name"] for p in (self.previous or {}).get("phases") or []]
+        before = order[: order.index(self.phase)]
+        if done != before:
+            return [f"phase {self.phase} must follow the phases {before}, not {done}"]
+        if self.phase != order[-1]:
+            return [f"only the {self.phase} phase of the certifying run ran so far"]
+        return []
 
 
 def _state(report: pytest.TestReport) -> str:
     if report.skipped:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
-        if str(reason).startswith(("Skipped: " + LONG, LONG)):
-            return "long-skipped"
-        return "not-supported" if NOT_SUPPORTED in str(reason) else "skipped"
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else "")
+        if reason.removeprefix("Skipped: ").startswith(catalog.CERTIFYING_ONLY):
+            return "not-in-profile"
+        return "not-supported" if NOT_SUPPORTED in reason else "skipped"
     if report.failed:
         return "failed" if report.when == "call" else "error"
     return "passed"
@@ -166,25 +218,42 @@ def _message(report: pytest.TestReport) -> str:
     return crash.message if crash else str(report.longrepr)[-2000:]
 
 
-def _rule_entry(rule: catalog.Rule, results: list[TestResult]) -> dict[str, Any]:
-    states = {r.state for r in results} - {"long-skipped"}
-    verdict = next(
-        (s for s in ("failed", "error", "skipped", "not-supported") if s in states),
-        "passed" if states else "skipped",
-    )
-    entry = {
-        "id": rule.id,
-        "section": rule.section,
-        "statement": rule.statement,
+#: The worst first: a verdict is the first of these that one of its parts has.
+_WORST_FIRST = ("failed", "error", "skipped", "not-supported", "passed", "not-in-profile")
+
+
+def _verdict(states: set[str]) -> str:
+    return next((s for s in _WORST_FIRST if s in states), "skipped")
+
+
+def _clause_entry(clause: catalog.Clause, results: list[TestResult]) -> dict[str, Any]:
+    mine = [r for r in results if clause.id in r.clauses]
+    verdict = _verdict({r.state for r in mine})
+    entry: dict[str, Any] = {
+        "id": clause.id,
+        "statement": clause.statement,
         "result": verdict,
         "tests": [
             {"name": r.nodeid, "result": r.state, **({"message": r.message} if r.message else {})}
-            for r in results
+            for r in mine
         ],
     }
-    if not results:
-        entry["message"] = "no test of this rule ran"
+    if not mine:
+        entry["message"] = "no test of this clause ran"
+    if verdict == "not-in-profile":
+        entry["notInProfile"] = clause.certifying_only or "skipped in this profile"
     return entry
+
+
+def _rule_entry(rule: catalog.Rule, results: list[TestResult]) -> dict[str, Any]:
+    clauses = [_clause_entry(clause, results) for clause in rule.clauses]
+    return {
+        "id": rule.id,
+        "section": rule.section,
+        "statement": rule.statement,
+        "result": _verdict({c["result"] for c in clauses}),
+        "clauses": clauses,
+    }
 
 
 def write(report: dict[str, Any], directory: Path) -> None:
@@ -199,33 +268,55 @@ _COLOURS = {
     "error": "#9a6700",
     "skipped": "#6e7781",
     "not-supported": "#6e7781",
+    "not-in-profile": "#6e7781",
 }
 
 
-def render_html(report: dict[str, Any]) -> str:
-    """One self-contained page: the verdict first, then every rule by section."""
+def _tests_html(tests: list[dict[str, Any]]) -> str:
     e = html.escape
-    verdict = "CERTIFYING RUN: all rules passed" if report["certifying"] else "NOT CERTIFYING"
+    return "".join(
+        f"<li><code>{e(t['name'])}</code>: {e(t['result'])}"
+        + (f"<pre>{e(t['message'])}</pre>" if t.get("message") else "")
+        + "</li>"
+        for t in tests
+    )
+
+
+def _clause_html(clause: dict[str, Any]) -> str:
+    e = html.escape
+    colour = _COLOURS[clause["result"]]
+    note = f" <i>{e(clause['notInProfile'])}</i>" if clause.get("notInProfile") else ""
+    return (
+        f"<li><code>{e(clause['id'])}</code> "
+        f"<b style='color:{colour}'>{e(clause['result'])}</b>: {e(clause['statement'])}{note}"
+        f"<details><summary>{len(clause['tests'])} test(s)</summary>"
+        f"<ul>{_tests_html(clause['tests'])}</ul></details></li>"
+    )
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """One self-contained page: the verdict first, then every rule and clause by section."""
+    e = html.escape
+    verdict = "CERTIFYING RUN: all clauses passed" if report["certifying"] else "NOT CERTIFYING"
     impl = report["implementation"]
     rows = []
     for section in catalog.SECTIONS:
         rows.append(f"<tr><th colspan=3>{e(section)}</th></tr>")
         for rule in (r for r in report["rules"] if r["section"] == section):
             colour = _COLOURS[rule["result"]]
-            details = "".join(
-                f"<li><code>{e(t['name'])}</code>: {e(t['result'])}"
-                + (f"<pre>{e(t['message'])}</pre>" if t.get("message") else "")
-                + "</li>"
-                for t in rule["tests"]
-            )
+            clauses = "".join(_clause_html(c) for c in rule["clauses"])
             rows.append(
                 f"<tr><td><b>{e(rule['id'])}</b></td>"
                 f"<td style='color:{colour};font-weight:bold'>{e(rule['result'])}</td>"
-                f"<td>{e(rule['statement'])}<details><summary>{len(rule['tests'])} test(s)"
-                f"</summary><ul>{details}</ul></details></td></tr>"
+                f"<td>{e(rule['statement'])}<ul>{clauses}</ul></td></tr>"
             )
     reasons = "".join(f"<li>{e(r)}</li>" for r in report["nonCertifyingReasons"])
     summary = ", ".join(f"{n} {s}" for s, n in report["summary"].items() if n)
+    clause_summary = ", ".join(f"{n} {s}" for s, n in report["clauseSummary"].items() if n)
+    phases = ", ".join(
+        f"{p['name']} (resync {p['controllerResync']:g} s, {p['tests']} tests)"
+        for p in report.get("phases") or []
+    )
     timing = "".join(f"<tr><td>{e(k)}</td><td>{v:g}</td></tr>" for k, v in report["timing"].items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>convoy conformance report</title>
@@ -241,9 +332,9 @@ background:#f6f8fa;padding:.5em}}.verdict{{font-size:1.4em;font-weight:bold;colo
 {e(report["document"]["version"])} &middot; {e(report["date"])} &middot;
 Kubernetes {e(str(report["environment"].get("kubernetesVersion", "?")))} on
 {e(str(report["environment"].get("provider", "?")))}</p>
-<p>{e(summary)}</p>
+<p>Rules: {e(summary)}. Clauses: {e(clause_summary)}. Phases: {e(phases)}.</p>
 {f"<h2>Why this run does not certify</h2><ul>{reasons}</ul>" if reasons else ""}
-<h2>Rules</h2><table>{"".join(rows)}</table>
+<h2>Rules and their clauses</h2><table>{"".join(rows)}</table>
 <h2>Timing (seconds)</h2><table>{timing}</table>
 </body></html>
 """
@@ -268,6 +359,7 @@ def verify(path: Path) -> list[str]:
         "environment",
         "options",
         "timing",
+        "phases",
         "certifying",
         "rules",
     ):
@@ -277,15 +369,29 @@ def verify(path: Path) -> list[str]:
     problems += [
         f"implementation.{f} is empty" for f in IMPLEMENTATION_FIELDS if not implementation.get(f)
     ]
-    results = {r.get("id"): r.get("result") for r in report.get("rules") or []}
-    for rule in catalog.RULES:
-        if rule.id not in results:
-            problems.append(f"rule {rule.id} is missing")
-        elif results[rule.id] != "passed":
-            problems.append(f"rule {rule.id}: {results[rule.id]}")
+    phases = [p.get("name") for p in report.get("phases") or []]
+    if "phases" in report and phases != list(PHASES):
+        problems.append(f"phases: {phases}, a certifying run has {list(PHASES)}")
+    problems += _clause_problems(report.get("rules") or [])
     if report.get("certifying") is not True:
         problems.append(
             "the run was not certifying: "
             + "; ".join(report.get("nonCertifyingReasons") or ["no reason given"])
         )
+    return problems
+
+
+def _clause_problems(rules: list[dict[str, Any]]) -> list[str]:
+    by_id = {r.get("id"): r for r in rules}
+    problems = []
+    for rule in catalog.RULES:
+        if rule.id not in by_id:
+            problems.append(f"rule {rule.id} is missing")
+            continue
+        results = {c.get("id"): c.get("result") for c in by_id[rule.id].get("clauses") or []}
+        for clause in rule.clauses:
+            if clause.id not in results:
+                problems.append(f"clause {clause.id} is missing")
+            elif results[clause.id] != "passed":
+                problems.append(f"clause {clause.id}: {results[clause.id]}")
     return problems

@@ -45,7 +45,7 @@ class ResyncClock:
         self._sentinel: App | None = None
         self._created_at = 0.0
         # A tick reconciles every Release in the cluster; give the burst time to drain.
-        self.settle = timing.tolerance + 1.0
+        self.settle = timing.settle + timing.slack(0)
 
     def __enter__(self) -> ResyncClock:
         core = client.CoreV1Api(self._api)
@@ -93,18 +93,22 @@ class ResyncClock:
 
     def quiet_slot(self, length: float) -> None:
         """Return when a period of `length` seconds free of resync ticks starts now."""
-        guard = self._timing.tolerance  # timer jitter around the predicted tick
+        guard = self._timing.slack(0)  # timer jitter and reconcile time around the tick
         if length + guard + self.settle > self.period:
             raise ValueError(
                 f"a quiet period of {length:g} s cannot fit between resync ticks "
                 f"{self.period:g} s apart; raise --timing controller_resync or lower quiet"
             )
         self._follow_restart(wait=True)
-        if not self.ticks() and self.wait_tick(after=self._created_at) is None:
-            log.warning("no resync tick within %g s: quiet periods are not aligned", self.period)
-            return
         while True:
-            now, last = time.monotonic(), self.ticks()[-1]
+            now, last = time.monotonic(), self._last_tick()
+            if last is None:
+                if self.wait_tick(after=self._created_at) is None:
+                    log.warning(
+                        "no resync tick within %g s: quiet periods are not aligned", self.period
+                    )
+                    return
+                continue
             if now < last + self.settle:
                 # The settle period, a named quiet period: the reconciles of a resync burst
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
@@ -115,3 +119,15 @@ class ResyncClock:
                 return
             if self.wait_tick(after=due - guard) is None:
                 return  # the resync stopped: nothing left to keep clear of
+
+    def _last_tick(self) -> float | None:
+        """The last tick seen; before the first one, the controller's start when the suite
+        started it (its resync loop begins after that, so no tick comes a period sooner);
+        None when neither tells where the ticks are."""
+        ticks = self.ticks()
+        if ticks:
+            return ticks[-1]
+        started = getattr(self._controller, "started_at", 0.0)
+        if started and time.monotonic() < started + self.period:
+            return started
+        return None

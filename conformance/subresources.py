@@ -24,9 +24,9 @@ def path(app: App, subresource: str) -> str:
     return f"/apis/{GROUP}/{VERSION}/namespaces/{app.namespace}/releases/{app.name}/{subresource}"
 
 
-def post_sync(app: App, *, force: bool = False) -> RawResponse:
-    """POST releases/<name>/sync[?force=true] through the kube-apiserver."""
-    query = [("force", "true")] if force else []
+def post_sync(app: App, *, force: str | None = None) -> RawResponse:
+    """POST releases/<name>/sync through the kube-apiserver, with ?force=<force> if given."""
+    query = [] if force is None else [("force", force)]
     answer = raw_request(app.releases.api, "POST", path(app, "sync"), query=query)
     assert answer.ok, f"POST {path(app, 'sync')} answered {answer.status}: {answer.body}"
     return answer
@@ -35,6 +35,12 @@ def post_sync(app: App, *, force: bool = False) -> RawResponse:
 def put(app: App, subresource: str, body: Any) -> RawResponse:
     answer = raw_request(app.releases.api, "PUT", path(app, subresource), body=body)
     assert answer.ok, f"PUT {path(app, subresource)} answered {answer.status}: {answer.body}"
+    return answer
+
+
+def delete(app: App, subresource: str) -> RawResponse:
+    answer = raw_request(app.releases.api, "DELETE", path(app, subresource))
+    assert answer.ok, f"DELETE {path(app, subresource)} answered {answer.status}: {answer.body}"
     return answer
 
 

@@ -17,6 +17,11 @@ import yaml
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+#: The long phase's resync: above the default limiter's whole ladder to its 1000 s cap
+#: (about 2,311 s) with its slack and the guards of a resync-free slot.
+LONG_RESYNC = 3000.0
+#: The document's default resync period (flag --resync).
+DOCUMENT_RESYNC = 120.0
 
 
 def parse_seconds(value: object) -> float:
@@ -49,13 +54,35 @@ class Timing:
         "quiet period of a 'nothing happens' check (stretched to cover the periods "
         "the check is about)",
     )
-    tolerance: float = _field(1.0, 2.0, "absolute slack on a measured period or delay, in seconds")
-    tolerance_ratio: float = _field(0.2, 0.25, "relative slack on a measured period or delay")
+    early: float = _field(
+        0.1,
+        0.25,
+        "how much sooner than the document's delay or period a measured one may come, in "
+        "seconds (timer and API latency jitter; nothing may retry before its delay)",
+    )
+    late: float = _field(
+        0.5,
+        1.0,
+        "how much later than the document's delay or period a measured one may come, in "
+        "seconds (the controller's own reconcile time)",
+    )
+    ratio: float = _field(0.02, 0.05, "relative slack on a measured delay or period, on both sides")
+    settle: float = _field(
+        1.0,
+        5.0,
+        "how long the controller must leave a namespace alone before a test counts it settled",
+    )
     controller_resync: float = _field(
-        120.0,
-        120.0,
+        DOCUMENT_RESYNC,
+        DOCUMENT_RESYNC,
         "not a wait: the --resync period the controller under test runs with "
         "(the document's default, 2 minutes, in a certifying run)",
+    )
+    long_resync: float = _field(
+        LONG_RESYNC,
+        LONG_RESYNC,
+        "not a wait: the --resync period of the long phase of a certifying run, longer than "
+        "the longest backoff ladder the suite climbs",
     )
 
     def quiet_for(self, *periods: float) -> float:
@@ -63,17 +90,37 @@ class Timing:
         return max([self.quiet, *(3 * period for period in periods)])
 
     def slack(self, expected: float) -> float:
-        """How far a measured `expected` seconds may stray."""
-        return self.tolerance + self.tolerance_ratio * expected
+        """How much later than `expected` seconds a measured delay or period may come."""
+        return self.late + self.ratio * expected
 
-    def beyond_maximum(self) -> list[str]:
-        """Fields set above their certifying maximum (resync must equal the default)."""
-        return [
+    def lead(self, expected: float) -> float:
+        """How much sooner than `expected` seconds a measured delay or period may come."""
+        return self.early + self.ratio * expected
+
+    def band(self, expected: float) -> tuple[float, float]:
+        """The measured values accepted for a delay or period of `expected` seconds."""
+        return expected - self.lead(expected), expected + self.slack(expected)
+
+    def fits(self, measured: float, expected: float) -> bool:
+        low, high = self.band(expected)
+        return low <= measured <= high
+
+    def band_text(self, expected: float) -> str:
+        low, high = self.band(expected)
+        return f"{low:.3f}..{high:.3f} s"
+
+    def beyond_maximum(self, *, long_phase: bool = False) -> list[str]:
+        """Fields set above their certifying maximum. The controller's resync must be the
+        document's default, or in the long phase of a certifying run, long_resync."""
+        resync = self.long_resync if long_phase else type(self).controller_resync
+        wrong = [
             f"{f.name}={getattr(self, f.name):g} (maximum {f.metadata['maximum']:g})"
             for f in dataclasses.fields(self)
-            if getattr(self, f.name) > f.metadata["maximum"]
-            or (f.name == "controller_resync" and getattr(self, f.name) != f.default)
+            if f.name != "controller_resync" and getattr(self, f.name) > f.metadata["maximum"]
         ]
+        if self.controller_resync != resync:
+            wrong.append(f"controller_resync={self.controller_resync:g} (must be {resync:g})")
+        return wrong
 
     def rows(self) -> list[tuple[str, float, str]]:
         return [

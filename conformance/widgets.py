@@ -26,10 +26,20 @@ def _resource(app: App, api_version: str, kind: str) -> dynamic.Resource:
     return dynamic.DynamicClient(app.releases.api).resources.get(api_version=api_version, kind=kind)
 
 
+def create(app: App, name: str, health: str) -> None:
+    """Create Widget `name` as the suite's, with `health`: before the controller applies it."""
+    _resource(app, WIDGET_API, "Widget").create(body=widget(name), namespace=app.namespace)
+    _write_health(app, name, health)
+
+
 def set_health(app: App, name: str, health: str) -> None:
     """Make Widget `name` Healthy, Progressing or Degraded, as a workload would report it."""
-    widgets = _resource(app, WIDGET_API, "Widget")
     app.wait_for(lambda _: exists(app, name), f"Widget {name} applied by the controller")
+    _write_health(app, name, health)
+
+
+def _write_health(app: App, name: str, health: str) -> None:
+    widgets = _resource(app, WIDGET_API, "Widget")
     live = widgets.get(name=name, namespace=app.namespace).to_dict()
     conditions = {
         "Healthy": [{"type": "Ready", "status": "True"}],

@@ -1,48 +1,87 @@
-"""Broken controllers: the reference controller with one rule of the document broken.
+"""Broken controllers, and benign variants, of the reference controller.
 
-Each mutant is a small, named change applied when the controller process starts
-(`python -m mutants`, selected by the CONVOY_MUTANT environment variable that only the suite's
-mutant runner sets). The change wraps or replaces one function of the reference controller
-at run time; the reference sources are never edited, and `python -m convoy` never loads this
-package. Each mutant names the rules whose conformance tests must fail.
+A mutant is the reference controller with one clause of the document broken, written as the bug
+a real author would make; a variant is one with a difference the document allows (fewer
+workers, slower reconciles, other messages), which must pass the whole suite. Each is a small,
+named change applied when the controller process starts (`python -m mutants`, selected by the
+CONVOY_MUTANT environment variable that only the suite's kill run sets): it wraps or replaces
+one function of the reference controller at run time; the reference sources are never edited,
+and `python -m convoy` never loads this package. Each mutant names the clauses whose
+conformance tests must fail.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+#: The modules that register them, one per section of the document, and the variants.
+MODULES = ("mode", "sync", "force", "triggers", "requeue", "backoff", "plugin", "variants")
 
 
 @dataclass(frozen=True)
 class Mutant:
     name: str
-    rules: tuple[str, ...]
+    #: the clauses whose tests must fail; empty for a benign variant, which must pass them all
+    clauses: tuple[str, ...]
     description: str
     apply: Callable[[], None]
     #: "controller": the controller process runs it; "plugin": `kubectl convoy` does
     kind: str = "controller"
-    #: only the long tests (`-m long`, a resync above 1000 s; about 40 minutes) can kill it
-    long_only: bool = False
+    #: the phase of a certifying run that alone can kill it: "shipped" (the controller without
+    #: flags) or "long" (a resync above a 40-minute ladder); None when a development run can
+    phase: str | None = None
+
+    @property
+    def benign(self) -> bool:
+        return not self.clauses
 
 
 REGISTRY: dict[str, Mutant] = {}
 
 
 def mutant(
-    name: str, *rules: str, kind: str = "controller", long_only: bool = False
+    name: str, *clauses: str, kind: str = "controller", phase: str | None = None
 ) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register the decorated function as the change that makes mutant `name`."""
 
     def register(change: Callable[[], None]) -> Callable[[], None]:
-        description = " ".join((change.__doc__ or "").split())
-        REGISTRY[name] = Mutant(name, rules, description, change, kind, long_only)
+        if not clauses:
+            raise ValueError(f"mutant {name} names no clause")
+        _register(Mutant(name, clauses, _describe(change), change, kind, phase))
         return change
 
     return register
 
 
-def load() -> dict[str, Mutant]:
-    """All mutants (importing the module that defines them registers them)."""
-    from mutants import catalog  # noqa: F401
+def generated(name: str, description: str, change: Callable[[], None], *clauses: str) -> None:
+    """Register a mutant made by a loop over a list the document gives (one per reason)."""
+    _register(Mutant(name, clauses, description, change))
 
+
+def variant(name: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    """Register the decorated function as benign variant `name`."""
+
+    def register(change: Callable[[], None]) -> Callable[[], None]:
+        _register(Mutant(name, (), _describe(change), change))
+        return change
+
+    return register
+
+
+def _describe(change: Callable[[], None]) -> str:
+    return " ".join((change.__doc__ or "").split())
+
+
+def _register(entry: Mutant) -> None:
+    if entry.name in REGISTRY:
+        raise ValueError(f"two mutants named {entry.name}")
+    REGISTRY[entry.name] = entry
+
+
+def load() -> dict[str, Mutant]:
+    """All mutants and variants (importing the modules that define them registers them)."""
+    for module in MODULES:
+        importlib.import_module(f"mutants.{module}")
     return REGISTRY

@@ -4,13 +4,12 @@ A ladder is measured from outside. The witness refuses every apply of the Releas
 object, so each reconcile ends DeployFailed (a transient reason) and is retried with backoff.
 The witness's receive times of the refused applies are the attempts; the gap between two
 consecutive attempts is the retry delay plus the few milliseconds a reconcile spends before it
-applies. A resync tick would reconcile the Release in the middle of a ladder, so every ladder
-runs in a resync-free slot.
+applies, which `timing.band` allows for. A resync tick would reconcile the Release in the middle
+of a ladder, so every ladder runs in a resync-free slot.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from conformance import subresources
 from conformance.controllers import ControllerUnderTest
-from conformance.releases import App, Releases, parse_time
+from conformance.marks import case
+from conformance.releases import NO_RENDER, App, Releases, parse_time
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import WitnessTimeout
@@ -32,6 +33,12 @@ DEFAULT_FACTOR = 2.0
 DEFAULT_MAX = 1000.0
 #: Without initial: the default rate limiter's first delay (5 ms), doubling up to DEFAULT_MAX.
 DEFAULT_FIRST = 0.005
+#: The default limiter's retries up to and including the first capped one (5 ms x 2^18 > 1000 s).
+DEFAULT_LADDER_TO_CAP = 19
+LONG_PHASE_ONLY = (
+    "certifying run only: needs a resync period above the whole ladder (the long phase of "
+    "`convoy-conformance certify`)"
+)
 
 
 def delays(initial: float, factor: float, count: int, cap: float = DEFAULT_MAX) -> list[float]:
@@ -51,6 +58,8 @@ class Ladder:
     retry_backoff: dict[str, Any] | None
     timing: Timing
     resync_clock: ResyncClock
+    #: the witness's time of the last attempt the last climb saw
+    last_attempt: float = 0.0
 
     def reserve(self, *ladders: Sequence[float]) -> None:
         """Wait for a resync-free slot long enough for `ladders`, climbed one after the other."""
@@ -71,7 +80,7 @@ class Ladder:
         seconds after the attempt before it. The witness refuses `refusals` applies (None: all
         of them); an apply it lets through ends the ladder in a success. Waits for each retry
         only until its delay and slack have passed; prints the measured ladder, asserts every
-        gap is within `timing.slack` of its delay, and returns the gaps.
+        gap is within `timing.band` of its delay, and returns the gaps.
         """
         recorder = self.app.releases.recorder
         self.app.deny_applies(refusals)
@@ -93,32 +102,39 @@ class Ladder:
                     f"before it (delay {delay:g} s + slack)\n{table}\n{missing}"
                 ) from None
             times.append(attempts[len(times)].at)
+        self.last_attempt = times[-1]
         gaps = gaps_of(times)
         table = self.table(what, expected, gaps)
         print(table)
         assert self.fits(gaps, expected), f"retry delays off the rule\n{table}"
         return gaps
 
+    def outlast(self, delay: float) -> None:
+        """A quiet period through the retry that was due `delay` after the last attempt, so
+        that it cannot fall into the next ladder: a hold applies nothing meanwhile."""
+        recorder = self.app.releases.recorder
+        end = self.last_attempt + delay + self.timing.slack(delay)
+        seen = self.app.quiet(max(end - recorder.mark(), 0.0), since=recorder.mark())
+        assert seen == [], f"applied or dry-ran during a hold: {[a.describe() for a in seen]}"
+
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
         return len(gaps) == len(expected) and all(
-            abs(gap - delay) <= self.timing.slack(delay)
-            for gap, delay in zip(gaps, expected, strict=True)
+            self.timing.fits(gap, delay) for gap, delay in zip(gaps, expected, strict=True)
         )
 
     def table(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
         rows = [
             f"{what}; retryBackoff {self.retry_backoff or 'unset'}",
-            f"{'retry':>5} {'expected':>10} {'measured':>10} {'slack':>10}",
+            f"{'retry':>5} {'expected':>10} {'measured':>10} {'accepted':>20}",
         ]
         for number, (delay, gap) in enumerate(zip_longest(expected, gaps), 1):
-            slack = self.timing.slack(delay)
             if gap is None:
                 measured, verdict = "-", "MISSING"
             else:
-                measured, verdict = f"{gap:.3f} s", "ok" if abs(gap - delay) <= slack else "OFF"
-            rows.append(
-                f"{number:>5} {delay:>8.3f} s {measured:>10} {'±':>3}{slack:.3f} s  {verdict}"
-            )
+                measured = f"{gap:.3f} s"
+                verdict = "ok" if self.timing.fits(gap, delay) else "OFF"
+            band = self.timing.band_text(delay)
+            rows.append(f"{number:>5} {delay:>8.3f} s {measured:>10} {band:>20}  {verdict}")
         return "\n".join(rows)
 
 
@@ -136,11 +152,13 @@ def release_with(
     so that status.lastHandledSyncAt is set.
     """
 
-    def make(retry_backoff: dict[str, Any] | None, *, automatic: bool = True) -> Ladder:
+    def make(
+        retry_backoff: dict[str, Any] | None, *, automatic: bool = True, name: str = "web"
+    ) -> Ladder:
         policy: dict[str, Any] = {"automatic": True} if automatic else {}
         if retry_backoff is not None:
             policy["retryBackoff"] = retry_backoff
-        app = releases.app("web", sync_policy=policy)
+        app = releases.app(name, sync_policy=policy)
         if not automatic:
             app.request_sync()
         app.wait_applied("True", "Applied")
@@ -149,43 +167,54 @@ def release_with(
     return make
 
 
-# BACK-6 comes first: its ladder of about 26 s with slack fits a short resync period only right
-# after a tick, and the first ladder of a session starts right after the first tick anyway.
-@pytest.mark.rule("BACK-6")
-def test_without_initial_the_default_limiter_starts_at_5_ms_and_doubles(
-    release_with: Callable[..., Ladder], timing: Timing
-) -> None:
-    """12 retries, 5 ms doubling to 10.24 s (about 20 s in all).
-
-    Each gap below the suite's absolute tolerance is hardly more than a reconcile's own time,
-    so those gaps are judged together too: they must add up to their sum (1.275 s; a limiter
-    that starts at 1 s needs 255 s for them). The later gaps are precise one by one.
-    The 1000 s cap is not observed: doubling from 5 ms passes 1000 s at retry 19, after about
-    1300 s of retries, and a resync (2 minutes in a certifying run) retries long before that.
-    BACK-3's long test observes the 1000 s cap of a retryBackoff without max instead.
-    """
-    expected = delays(DEFAULT_FIRST, DEFAULT_FACTOR, 12)
-    ladder = release_with(None)
-    ladder.reserve(expected)
-    gaps = ladder.climb(expected, ladder.app.request_sync, what="applies refused")
-    early = [n for n, delay in enumerate(expected) if delay < timing.tolerance]
-    for part, label in ((early, "the sub-tolerance retries"), (range(len(expected)), "all")):
-        want = sum(expected[n] for n in part)
-        got = sum(gaps[n] for n in part)
-        print(f"{label} together: expected {want:.3f} s, measured {got:.3f} s")
-        assert abs(got - want) <= timing.slack(want), (
-            f"{label}: {got:.3f} s, expected {want:.3f} s ± {timing.slack(want):.3f} s"
+def long_phase(timing: Timing, ladder: float) -> None:
+    """Skip unless the controller's resync leaves room for a ladder of `ladder` seconds."""
+    if timing.controller_resync <= ladder + timing.slack(ladder) + 60:
+        pytest.skip(
+            f"{LONG_PHASE_ONLY}; this run's resync is {timing.controller_resync:g} s, the "
+            f"ladder {ladder:g} s"
         )
 
 
-@pytest.mark.rule("BACK-1")
+# BACK-6 comes first: its ladder of about 21 s with slack fits a short resync period only right
+# after a tick, and the first ladder of a session starts right after the first tick anyway.
+@pytest.mark.clause("BACK-6.ladder")
+def test_without_initial_the_default_limiter_starts_at_5_ms_and_doubles(
+    release_with: Callable[..., Ladder],
+) -> None:
+    """12 retries, 5 ms doubling to 10.24 s (about 20 s in all). The early gaps are hardly
+    more than a reconcile's own time, and `timing.band` allows for that; the later ones tell
+    a start of 10 ms or 2.5 ms apart, and any other factor."""
+    expected = delays(DEFAULT_FIRST, DEFAULT_FACTOR, 12)
+    ladder = release_with(None)
+    ladder.reserve(expected)
+    ladder.climb(expected, ladder.app.request_sync, what="applies refused")
+
+
+@pytest.mark.long
+@pytest.mark.clause("BACK-6.cap")
+@pytest.mark.timeout(0)  # bounded by its own waits: the whole ladder, about 39 minutes
+def test_without_initial_the_default_limiter_stops_doubling_at_1000_seconds(
+    release_with: Callable[..., Ladder], timing: Timing
+) -> None:
+    """The whole default ladder: 18 doublings from 5 ms (655.36 s at retry 18), then 1000 s
+    instead of 1310.72 s. A cap at 600 s shows at retry 18, one at 100 s at retry 15."""
+    expected = delays(DEFAULT_FIRST, DEFAULT_FACTOR, DEFAULT_LADDER_TO_CAP)
+    long_phase(timing, sum(expected))
+    ladder = release_with(None)
+    ladder.reserve(expected)
+    ladder.climb(expected, ladder.app.request_sync, what="applies refused, the default limiter")
+
+
+@pytest.mark.clause("BACK-1.formula")
 @pytest.mark.parametrize(
     ("retry_backoff", "expected"),
     [
         ({"initial": "1s", "factor": 2}, [1, 2, 4]),
         ({"initial": "2s", "factor": 1.5}, [2, 3, 4.5]),
+        ({"initial": "500ms", "factor": 3}, [0.5, 1.5, 4.5]),
     ],
-    ids=["1s-factor-2", "2s-factor-1.5"],
+    ids=["1s-factor-2", "2s-factor-1.5", "500ms-factor-3"],
 )
 def test_the_delay_before_retry_n_is_initial_times_factor_to_the_n_minus_1(
     release_with: Callable[..., Ladder], retry_backoff: dict, expected: list[float]
@@ -195,14 +224,45 @@ def test_the_delay_before_retry_n_is_initial_times_factor_to_the_n_minus_1(
     ladder.climb(expected, ladder.app.request_sync, what="applies refused")
 
 
-@pytest.mark.rule("BACK-2")
+@pytest.mark.clause("BACK-1.per-release")
+def test_each_release_counts_its_own_failures(
+    release_with: Callable[..., Ladder], timing: Timing
+) -> None:
+    """Two Releases of one namespace fail side by side, the second starting just after the
+    first: each climbs its own ladder, as if the other were not there."""
+    backoff = {"initial": "1s", "factor": 2}
+    expected = [1, 2, 4]
+    first, second = (release_with(backoff, name=name) for name in ("first", "second"))
+    first.reserve([1, *expected])
+    since = first.app.releases.recorder.mark()
+    for ladder in (first, second):
+        ladder.app.deny_applies()
+    first.app.request_sync()
+    first.app.wait_attempts(since=since)
+    second.app.request_sync()
+    total = sum(expected) + timing.slack(sum(expected)) + timing.reconcile
+    wrong = []
+    for ladder in (first, second):
+        attempts = ladder.app.wait_attempts(len(expected) + 1, since=since, timeout=total)
+        gaps = gaps_of([a.at for a in attempts[: len(expected) + 1]])
+        print(ladder.table(f"{ladder.app.name}, beside the other", expected, gaps))
+        if not ladder.fits(gaps, expected):
+            wrong.append(ladder.table(ladder.app.name, expected, gaps))
+    assert not wrong, "a Release's retries followed another's failures:\n" + "\n".join(wrong)
+
+
 @pytest.mark.parametrize(
-    ("factor", "literal"), [(0.5, 0.5), (None, 1.0)], ids=["factor-0.5", "factor-unset"]
+    "factor",
+    [
+        case(0.5, "factor-0.5", "BACK-2.below-1"),
+        case(0, "factor-0", "BACK-2.below-1"),
+        case(None, "factor-unset", "BACK-2.unset"),
+    ],
 )
 def test_a_factor_below_1_or_unset_is_taken_as_2(
-    release_with: Callable[..., Ladder], factor: float | None, literal: float
+    release_with: Callable[..., Ladder], factor: float | None
 ) -> None:
-    initial = 1.0
+    initial, literal = 1.0, 1.0 if factor is None else factor
     retry_backoff: dict[str, Any] = {"initial": f"{initial:g}s"}
     if factor is not None:
         retry_backoff["factor"] = factor
@@ -215,7 +275,18 @@ def test_a_factor_below_1_or_unset_is_taken_as_2(
     assert not ladder.fits(gaps, literally), f"the delays also fit a factor of {literal:g}"
 
 
-@pytest.mark.rule("BACK-3")
+@pytest.mark.clause("BACK-2.exactly-1")
+def test_a_factor_of_exactly_1_keeps_every_delay_at_initial(
+    release_with: Callable[..., Ladder],
+) -> None:
+    expected = delays(1.5, 1, 4)
+    ladder = release_with({"initial": "1500ms", "factor": 1})
+    ladder.reserve(expected)
+    gaps = ladder.climb(expected, ladder.app.request_sync, what="applies refused")
+    assert not ladder.fits(gaps, delays(1.5, DEFAULT_FACTOR, 4)), "factor 1 was taken as 2"
+
+
+@pytest.mark.clause("BACK-3.max")
 def test_max_caps_the_delay(release_with: Callable[..., Ladder]) -> None:
     expected = [1, 2, 3, 3]
     uncapped = delays(1, 2, len(expected))
@@ -225,44 +296,31 @@ def test_max_caps_the_delay(release_with: Callable[..., Ladder]) -> None:
     assert not ladder.fits(gaps, uncapped), f"the delays also fit the uncapped {uncapped}"
 
 
-def long_tests_selected(config: pytest.Config) -> bool:
-    return re.search(r"\blong\b", config.getoption("markexpr") or "") is not None
+@pytest.mark.clause("BACK-3.max-below-initial")
+def test_a_max_below_initial_caps_the_first_delay_too(
+    release_with: Callable[..., Ladder],
+) -> None:
+    expected = [1.5, 1.5, 1.5]
+    ladder = release_with({"initial": "4s", "factor": 2, "max": "1500ms"})
+    ladder.reserve(expected)
+    ladder.climb(expected, ladder.app.request_sync, what="applies refused")
 
 
 @pytest.mark.long
-@pytest.mark.rule("BACK-3")
-@pytest.mark.timeout(0)  # bounded by its own waits: a resync period, then the 1000 s retry
+@pytest.mark.clause("BACK-3.default")
+@pytest.mark.timeout(0)  # bounded by its own waits: the 1000 s retry
 def test_without_max_the_delay_is_capped_at_1000_seconds(
-    request: pytest.FixtureRequest, timing: Timing
+    release_with: Callable[..., Ladder], timing: Timing
 ) -> None:
-    """initial far above 1000 s: the first retry comes after 1000 s, not after initial.
-
-    Observable only when no resync comes first (a resync reconciles, that is retries, sooner):
-    the controller's --resync period must exceed the 1000 s and their slack. Runs only when
-    asked for with `-m long`, and lasts up to one resync period plus about 20 minutes.
-    """
-    limit = DEFAULT_MAX + timing.slack(DEFAULT_MAX)
-    if not long_tests_selected(request.config):
-        pytest.skip(
-            f"long test (over {limit:g} s): select it with -m long, together with "
-            f"--timing controller_resync=<a period above {limit:g} s>"
-        )
-    if timing.controller_resync <= limit:
-        pytest.skip(
-            f"the controller's --resync of {timing.controller_resync:g} s would retry before "
-            f"the {DEFAULT_MAX:g} s cap (plus slack, {limit:g} s): run it with "
-            f"--timing controller_resync=<a period above {limit:g} s>"
-        )
-    initial = 2 * limit  # uncapped, the retry would come after the deadline
-    ladder = request.getfixturevalue("release_with")({"initial": f"{initial:g}s"})
-    try:
-        ladder.reserve([DEFAULT_MAX])
-    except ValueError as no_room:  # the resync period leaves no room for the slot's guards
-        pytest.skip(str(no_room))
+    """initial far above 1000 s: the first retry comes after 1000 s, not after initial."""
+    long_phase(timing, DEFAULT_MAX)
+    initial = 2 * (DEFAULT_MAX + timing.slack(DEFAULT_MAX))  # uncapped, it would come too late
+    ladder = release_with({"initial": f"{initial:g}s"})
+    ladder.reserve([DEFAULT_MAX])
     ladder.climb([DEFAULT_MAX], ladder.app.request_sync, what="applies refused, max unset")
 
 
-@pytest.mark.rule("BACK-4")
+@pytest.mark.clause("BACK-4.success")
 def test_a_success_resets_the_failure_count(release_with: Callable[..., Ladder]) -> None:
     ladder = release_with({"initial": "1s", "factor": 2})
     ladder.reserve([1, 2, 4], [1, 2])
@@ -273,8 +331,10 @@ def test_a_success_resets_the_failure_count(release_with: Callable[..., Ladder])
     ladder.climb([1, 2], ladder.app.request_sync, what="failing again after the success")
 
 
-@pytest.mark.rule("BACK-4")
-def test_a_hold_resets_the_failure_count(release_with: Callable[..., Ladder]) -> None:
+@pytest.mark.clause("BACK-4.hold-WaitingForSync")
+def test_a_waiting_for_sync_hold_resets_the_failure_count(
+    release_with: Callable[..., Ladder],
+) -> None:
     """A manual Release fails a pending /sync three times, then holds (WaitingForSync).
 
     The request is taken back by an annotation no later than status.lastHandledSyncAt, so the
@@ -284,17 +344,33 @@ def test_a_hold_resets_the_failure_count(release_with: Callable[..., Ladder]) ->
     app = ladder.app
     handled = parse_time(app.status()["lastHandledSyncAt"])
     app.set_content("v2")  # starts no reconcile; makes the hold below WaitingForSync
-    ladder.reserve([1, 2], [1, 2])
+    ladder.reserve([1, 2, 4], [1, 2])
     pending = handled + timedelta(seconds=2)
     ladder.climb([1, 2], lambda: app.request_sync(at=pending), what="3 failures of a /sync")
     app.request_sync(at=handled)  # not later than lastHandledSyncAt: nothing pending
     app.wait_applied("False", "WaitingForSync")
+    ladder.outlast(4)
     # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
     later = handled + timedelta(seconds=4)
     ladder.climb([1, 2], lambda: app.request_sync(at=later), what="a new /sync after the hold")
 
 
-@pytest.mark.rule("BACK-5")
+@pytest.mark.clause("BACK-4.hold-Pinned")
+def test_a_pinned_hold_resets_the_failure_count(release_with: Callable[..., Ladder]) -> None:
+    """An automatic Release fails three times, is pinned to a render it does not have (a
+    hold), and is unpinned: its next failure waits the first delay again."""
+    ladder = release_with({"initial": "1s", "factor": 2})
+    app = ladder.app
+    ladder.reserve([1, 2, 4], [1, 2])
+    ladder.climb([1, 2], app.request_sync, what="3 failures")
+    subresources.put(app, "pin", {"renderRef": NO_RENDER})
+    app.wait_applied("False", "Pinned")
+    ladder.outlast(4)
+    # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
+    ladder.climb([1, 2], lambda: subresources.delete(app, "pin"), what="unpinned after the hold")
+
+
+@pytest.mark.clause("BACK-5.restart")
 def test_a_controller_restart_resets_the_failure_count(
     release_with: Callable[..., Ladder], controller: ControllerUnderTest | None
 ) -> None:

@@ -8,20 +8,27 @@ import pytest
 
 from conformance import subresources, widgets
 from conformance.clusters.base import Cluster
+from conformance.marks import case
 from conformance.releases import (
+    NO_RENDER,
+    PIN,
     SYNC_FORCE_REQUESTED_AT,
     SYNC_REQUESTED_AT,
     App,
     Releases,
+    condition_status,
     parse_time,
 )
+from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import Attempt
 
+AUTOMATIC = {"automatic": True}
 
-def applied_manual_app(releases: Releases, **spec) -> App:
+
+def applied_manual_app(releases: Releases, name: str = "web", **spec) -> App:
     """A manual Release applied once, with a new render waiting for the next request."""
-    app = releases.app("web", **spec)
+    app = releases.app(name, **spec)
     app.request_sync()
     app.wait_applied("True", "Applied")
     app.set_content("v2")
@@ -37,19 +44,66 @@ def kinds(attempts: list[Attempt]) -> list[str]:
     return ["dry-run" if a.dry_run else "apply" for a in attempts]
 
 
-@pytest.mark.rule("FORCE-2", "FORCE-5")
+def wait_force_handled(app: App, written: datetime) -> None:
+    """lastHandledForceSyncAt is the forced request's time, to the second."""
+    release = app.wait_for(
+        lambda r: r["status"].get("lastHandledForceSyncAt"), "lastHandledForceSyncAt"
+    )
+    handled = parse_time(release["status"]["lastHandledForceSyncAt"])
+    assert handled.replace(microsecond=0) == written.replace(microsecond=0), (
+        f"lastHandledForceSyncAt {handled} is not the forced request's second {written}"
+    )
+
+
+@pytest.mark.clause("FORCE-2.manual", "FORCE-5.success", "FORCE-3.no-failurePolicy")
 def test_a_forced_request_applies_without_a_dry_run_and_is_recorded(releases: Releases) -> None:
     app = applied_manual_app(releases)
     since = app.releases.recorder.mark()
     written = request_forced_sync(app)
-    app.wait_for(lambda _: app.live_object()["data"] == {"content": "v2"}, "v2 applied")
-    app.wait_for(lambda r: r["status"].get("lastHandledForceSyncAt"), "lastHandledForceSyncAt")
+    app.wait_content("v2")
+    wait_force_handled(app, written)
     assert kinds(app.attempts(since=since)) == ["apply"], "a forced reconcile ran a dry run"
-    handled = parse_time(app.status()["lastHandledForceSyncAt"])
-    assert handled.replace(microsecond=0) == written.replace(microsecond=0)
+    assert "rollout" not in app.status(), "a forced reconcile without failurePolicy rolled out"
 
 
-@pytest.mark.rule("FORCE-4")
+@pytest.mark.clause("FORCE-2.automatic", "FORCE-4.after-success")
+def test_in_automatic_mode_a_forced_request_skips_the_dry_run_of_one_reconcile(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    app = releases.app("web", sync_policy=AUTOMATIC)
+    app.wait_applied("True", "Applied")
+    resync_clock.quiet_slot(timing.reconcile)  # a resync would add a reconcile of its own
+    since = app.releases.recorder.mark()
+    written = parse_time(app.request_sync(force=True))
+    app.wait_attempts(since=since)
+    wait_force_handled(app, written)
+    forced = app.attempts(since=since)
+    assert kinds(forced) == ["apply"], "the forced reconcile ran a dry run"
+    since = app.releases.recorder.mark()
+    app.request_sync()
+    app.wait_attempts(since=since)
+    assert kinds(app.attempts(since=since)) == ["dry-run", "apply"], (
+        "the reconcile after the forced one skipped the dry run"
+    )
+
+
+@pytest.mark.clause("FORCE-2.own-release")
+def test_a_forced_request_skips_only_its_own_releases_dry_run(releases: Releases) -> None:
+    """Two manual Releases side by side: a forced request to one, an ordinary one to the
+    other at the same moment. Only the first skips its dry run."""
+    forced, plain = (applied_manual_app(releases, name) for name in ("forced", "plain"))
+    since = forced.releases.recorder.mark()
+    request_forced_sync(forced)
+    plain.request_sync(at=plain.next_pending_time())
+    for app in (forced, plain):
+        app.wait_content("v2")
+    assert kinds(forced.attempts(since=since)) == ["apply"]
+    assert kinds(plain.attempts(since=since)) == ["dry-run", "apply"], (
+        "a neighbour's forced request made this Release skip its dry run"
+    )
+
+
+@pytest.mark.clause("FORCE-4.after-success")
 def test_the_reconcile_after_a_forced_one_runs_the_dry_run_again(releases: Releases) -> None:
     app = applied_manual_app(releases)
     request_forced_sync(app)
@@ -57,42 +111,71 @@ def test_the_reconcile_after_a_forced_one_runs_the_dry_run_again(releases: Relea
     app.set_content("v3")
     since = app.releases.recorder.mark()
     app.request_sync(at=app.next_pending_time())
-    app.wait_for(lambda _: app.live_object()["data"] == {"content": "v3"}, "v3 applied")
+    app.wait_content("v3")
     assert kinds(app.attempts(since=since)) == ["dry-run", "apply"]
 
 
-@pytest.mark.rule("FORCE-4", "FORCE-5")
+@pytest.mark.clause("FORCE-4.after-failure", "FORCE-5.failure")
 def test_a_failed_forced_reconcile_is_handled_and_its_retry_runs_the_dry_run(
-    releases: Releases,
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
 ) -> None:
     app = applied_manual_app(releases, sync_policy={"retryBackoff": {"initial": "1s"}})
+    resync_clock.quiet_slot(timing.reconcile)  # a resync would add a reconcile of its own
     app.deny_applies()
     since = app.releases.recorder.mark()
     written = request_forced_sync(app)
     app.wait_applied("False", "DeployFailed")
-    app.wait_for(lambda r: r["status"].get("lastHandledForceSyncAt"), "lastHandledForceSyncAt")
-    handled = parse_time(app.status()["lastHandledForceSyncAt"])
-    assert handled.replace(microsecond=0) == written.replace(microsecond=0)
+    wait_force_handled(app, written)
     app.wait_attempts(count=2, since=since)  # the forced attempt and the retry's apply
     assert kinds(app.attempts(since=since))[:3] == ["apply", "dry-run", "apply"], (
         "the forced reconcile must skip the dry run and its retry must run it"
     )
 
 
-@pytest.mark.rule("FORCE-1")
+@pytest.mark.clause("FORCE-4.after-wait", "FORCE-5.wait")
+def test_a_forced_reconcile_that_waits_is_handled_and_the_next_one_runs_the_dry_run(
+    releases: Releases,
+) -> None:
+    """A pin holds also a forced reconcile (the rollback hold is the one force skips)."""
+    app = applied_manual_app(releases)
+    app.annotate({PIN: NO_RENDER})  # through the main resource: starts no reconcile
+    written = request_forced_sync(app)
+    app.wait_applied("False", "Pinned")
+    wait_force_handled(app, written)
+    app.annotate({PIN: None})
+    since = app.releases.recorder.mark()
+    app.request_sync(at=app.next_pending_time())
+    app.wait_content("v2")
+    assert kinds(app.attempts(since=since)) == ["dry-run", "apply"], (
+        "the reconcile after a forced one that waited skipped the dry run"
+    )
+
+
+@pytest.mark.clause("FORCE-1.written")
 def test_post_sync_force_also_writes_sync_force_requested_at_in_the_same_update(
     releases: Releases,
 ) -> None:
     app = releases.app("web")
     before = app.get()
-    answer = subresources.post_sync(app, force=True)
+    answer = subresources.post_sync(app, force="true")
     until = answer.body["metadata"]["resourceVersion"]
     _, after = subresources.update_changing(app, before, until, SYNC_FORCE_REQUESTED_AT)
     written = subresources.annotations(after)
     assert written[SYNC_FORCE_REQUESTED_AT] == written.get(SYNC_REQUESTED_AT), written
 
 
-@pytest.mark.rule("FORCE-6")
+@pytest.mark.clause("FORCE-1.not-without-force")
+@pytest.mark.parametrize("force", [None, "false"], ids=["no-force", "force-false"])
+def test_post_sync_without_force_writes_no_force_annotation(
+    releases: Releases, force: str | None
+) -> None:
+    app = releases.app("web")
+    subresources.post_sync(app, force=force)
+    written = subresources.annotations(app.get())
+    assert SYNC_REQUESTED_AT in written and SYNC_FORCE_REQUESTED_AT not in written, written
+
+
+@pytest.mark.clause("FORCE-6.post")
 def test_kubectl_convoy_release_sync_force_sends_the_forced_post(
     releases: Releases, cluster: Cluster
 ) -> None:
@@ -118,33 +201,46 @@ def wait_phase(app: App, phase: str, timeout: float | None = None) -> dict:
     return rollout(app)
 
 
-@pytest.mark.rule("FORCE-3")
-@pytest.mark.parametrize(("action", "ended"), [("Halt", "Failed"), ("Rollback", "RolledBack")])
-def test_a_forced_sync_starts_a_new_progressing_rollout_clearing_the_failed_one(
-    releases: Releases, timing: Timing, action: str, ended: str
+@pytest.mark.parametrize(
+    "ended",
+    [
+        case("Failed", "Failed", "FORCE-3.Failed"),
+        case("RolledBack", "RolledBack", "FORCE-3.RolledBack"),
+        case("Succeeded", "Succeeded", "FORCE-3.Succeeded"),
+    ],
+)
+def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
+    releases: Releases, timing: Timing, ended: str
 ) -> None:
     timeout = 2.0
     app = releases.app(
         "web",
-        sync_policy={"automatic": True},
+        sync_policy=AUTOMATIC,
         extra=[widgets.widget("worker")],
-        failurePolicy={"healthTimeout": f"{timeout:g}s", "action": action},
+        failurePolicy={
+            "healthTimeout": f"{timeout:g}s",
+            "action": "Rollback" if ended == "RolledBack" else "Halt",
+        },
     )
-    if action == "Rollback":  # a successful render first, to roll back to
+    if ended != "Failed":  # a successful render first: the rollout to end, or to roll back to
         widgets.set_health(app, "worker", "Healthy")
         wait_phase(app, "Succeeded")
+    if ended == "RolledBack":
         app.set_content("v2", extra=[widgets.widget("worker", version=2)])
         app.request_sync()
-    failed = wait_phase(app, ended, timeout=timeout + timing.slack(timeout) + timing.reconcile)
-    app.request_sync()  # an ordinary request does not clear it
+    last = wait_phase(app, ended, timeout=timeout + timing.slack(timeout) + timing.reconcile)
+    if ended == "Succeeded":  # so that the new rollout cannot succeed at once
+        widgets.set_health(app, "worker", "Progressing")
+        app.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")
+    app.request_sync()  # an ordinary request starts no new rollout
     app.holds_for(
-        lambda r: r["status"]["rollout"] == failed,
+        lambda r: r["status"]["rollout"] == last,
         f"the {ended} rollout after a /sync without force",
         timing.quiet,
     )
-    subresources.post_sync(app, force=True)
+    subresources.post_sync(app, force="true")
     started = app.wait_for(
-        lambda r: (r["status"].get("rollout") or {}).get("startedAt") != failed["startedAt"],
+        lambda r: (r["status"].get("rollout") or {}).get("startedAt") != last["startedAt"],
         "a new rollout",
     )["status"]["rollout"]
     assert started["phase"] == "Progressing", started

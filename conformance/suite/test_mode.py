@@ -4,33 +4,65 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.releases import App, Releases, condition
+from conformance.marks import case
+from conformance.releases import App, Releases, condition, content_object
+from conformance.resync import ResyncClock
 from conformance.timing import Timing
 
 AUTOMATIC = {"automatic": True}
+#: Manual Releases here are reconciled every second, so a quiet period sees several reconciles.
+INTERVAL = 1.0
 
 
-@pytest.mark.rule("MODE-1", "MAN-2")
+@pytest.mark.clause("MAN-2.never-applied", "MAN-3.never-applied")
 @pytest.mark.parametrize(
-    "sync_policy", [None, {}, {"automatic": False}], ids=["no-syncPolicy", "unset", "false"]
+    "sync_policy",
+    [
+        case(None, "no-syncPolicy", "MODE-1.unset"),
+        case({}, "empty-syncPolicy", "MODE-1.unset"),
+        case(
+            {"interval": f"{INTERVAL:g}s", "retryBackoff": {"initial": "1s"}},
+            "other-fields-only",
+            "MODE-1.unset",
+        ),
+        case({"automatic": False, "interval": f"{INTERVAL:g}s"}, "false", "MODE-1.false"),
+    ],
 )
-def test_without_automatic_the_release_is_manual(
+def test_without_automatic_true_the_release_is_manual_and_waits_for_sync(
     releases: Releases, timing: Timing, sync_policy: dict | None
 ) -> None:
     app = releases.app("web", sync_policy=sync_policy)
     app.wait_applied("False", "WaitingForSync")
-    assert app.quiet(timing.quiet) == [], "manual mode applied without a /sync request"
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    assert app.attempts() == [], "manual mode applied or dry-ran without a /sync request"
     assert app.live_object() is None
 
 
-@pytest.mark.rule("MODE-1", "AUTO-1")
+@pytest.mark.clause("MODE-1.true", "TRIG-1.automatic")
 def test_automatic_true_applies_on_creation(releases: Releases) -> None:
     app = releases.app("web", sync_policy=AUTOMATIC)
     app.wait_applied("True", "Applied")
     assert app.live_object()["data"] == {"content": "v1"}
 
 
-@pytest.mark.rule("AUTO-1")
+@pytest.mark.clause("MODE-1.changed")
+def test_a_change_of_automatic_switches_the_mode_at_the_reconcile_it_starts(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The source changes first (no event), then the spec change's reconcile decides."""
+    app = releases.app("web", sync_policy=AUTOMATIC)
+    app.wait_applied("True", "Applied")
+    resync_clock.quiet_slot(timing.reconcile)  # no resync may apply v2 in between
+    app.set_content("v2")
+    app.patch({"spec": {"syncPolicy": {"automatic": False}}})
+    app.wait_applied("False", "WaitingForSync")
+    assert app.live_object()["data"] == {"content": "v1"}, "applied after automatic: false"
+    app.patch({"spec": {"syncPolicy": {"automatic": True}}})
+    app.wait_content("v2")
+    app.wait_applied("True", "Applied")
+
+
+@pytest.mark.clause("AUTO-1.unchanged")
 def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
     releases: Releases,
 ) -> None:
@@ -46,24 +78,39 @@ def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
     assert app.live_object()["metadata"]["resourceVersion"] == unchanged
 
 
-@pytest.mark.rule("AUTO-2", "INT-1", "TRIG-5")
+@pytest.mark.clause("AUTO-1.whole-render")
+def test_automatic_mode_applies_every_object_of_the_render_at_each_reconcile(
+    releases: Releases,
+) -> None:
+    others = [content_object(f"web-part-{n}", f"part {n}") for n in (1, 2)]
+    app = releases.app("web", sync_policy=AUTOMATIC, extra=others)
+    app.wait_applied("True", "Applied")
+    names = {app.object_name, *(o["metadata"]["name"] for o in others)}
+    for _ in range(2):
+        since = app.releases.recorder.mark()
+        app.request_sync()  # a reconcile with nothing changed, nothing drifted
+        applied = app.wait_applies_of(names, since=since)
+        print(f"applied {sorted(applied)} after the /sync")
+
+
+@pytest.mark.clause("TRIG-5.interval")
+@pytest.mark.parametrize(
+    "drift",
+    [case("changed", "changed", "AUTO-2.changed"), case("deleted", "deleted", "AUTO-2.deleted")],
+)
 def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
-    releases: Releases, timing: Timing
+    releases: Releases, timing: Timing, drift: str
 ) -> None:
     interval = 2.0
     app = releases.app("web", sync_policy={**AUTOMATIC, "interval": f"{interval:g}s"})
     app.wait_applied("True", "Applied")
     start = app.releases.recorder.mark()
-    app.drift()
-    app.wait_for(
-        lambda _: (app.live_object() or {}).get("data") == {"content": "v1"},
-        "the drifted object restored",
-        timeout=interval + timing.slack(interval),
-    )
-    print(f"drift corrected {app.releases.recorder.mark() - start:.2f} s after it was made")
-
-
-INTERVAL = 1.0
+    if drift == "changed":
+        app.drift()
+    else:
+        app.delete_object()
+    app.wait_content("v1", timeout=interval + timing.slack(interval))
+    print(f"drift ({drift}) corrected {app.releases.recorder.mark() - start:.2f} s after it")
 
 
 def synced_manual_app(releases: Releases) -> App:
@@ -74,30 +121,37 @@ def synced_manual_app(releases: Releases) -> App:
     return app
 
 
-@pytest.mark.rule("MAN-1", "MAN-3")
+@pytest.mark.clause("MAN-1.in-sync", "MAN-1.message", "MAN-3.in-sync")
 def test_manual_mode_in_sync_says_so_and_applies_nothing(
     releases: Releases, timing: Timing
 ) -> None:
     app = synced_manual_app(releases)
     app.drift()
     # Periodic reconciles (and resync ticks) happen meanwhile: none may apply or dry-run.
-    since = app.releases.recorder.mark()
-    assert app.quiet(timing.quiet_for(INTERVAL), since=since) == [], (
-        "manual mode applied or dry-ran without /sync"
-    )
+    app.stays("True", "Applied", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "drifted"}, "drift was corrected"
-    applied = condition(app.get())
-    assert (applied["status"], applied["reason"]) == ("True", "Applied")
-    message = applied["message"].lower()
-    assert "in sync" in message and "/sync" in message, applied["message"]
+    message = condition(app.get())["message"]
+    assert "in sync" in message.lower() and "/sync" in message, message
 
 
-@pytest.mark.rule("MAN-2", "MAN-3")
+@pytest.mark.clause("MAN-2.different", "MAN-3.different")
 def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     releases: Releases, timing: Timing
 ) -> None:
     app = synced_manual_app(releases)
     app.set_content("v2")
     app.wait_applied("False", "WaitingForSync", timeout=INTERVAL + timing.slack(INTERVAL))
-    assert app.quiet(timing.quiet_for(INTERVAL), since=app.releases.recorder.mark()) == []
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "v1"}
+
+
+@pytest.mark.clause("MAN-1.render-back")
+def test_manual_mode_is_in_sync_again_when_the_render_returns_to_the_applied_one(
+    releases: Releases, timing: Timing
+) -> None:
+    app = synced_manual_app(releases)
+    app.set_content("v2")
+    app.wait_applied("False", "WaitingForSync", timeout=INTERVAL + timing.slack(INTERVAL))
+    app.set_content("v1")
+    app.wait_applied("True", "Applied", timeout=INTERVAL + timing.slack(INTERVAL))
+    app.stays("True", "Applied", timing.quiet_for(INTERVAL))

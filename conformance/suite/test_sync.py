@@ -9,102 +9,263 @@ import pytest
 
 from conformance import subresources, widgets
 from conformance.clusters.base import Cluster
+from conformance.marks import case
 from conformance.releases import (
     GROUP,
+    NO_RENDER,
+    PIN,
     SYNC_FORCE_REQUESTED_AT,
     SYNC_REQUESTED_AT,
     App,
     Releases,
+    content_object,
     parse_time,
+    rfc3339,
 )
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
 
+AUTOMATIC = {"automatic": True}
+#: Manual Releases that a test watches over a quiet period are reconciled every second.
+INTERVAL = 1.0
+PERIODIC = {"interval": f"{INTERVAL:g}s"}
 
-def synced_manual_app(releases: Releases) -> App:
-    """A manual Release whose first /sync was applied: lastHandledSyncAt is set."""
-    app = releases.app("web")
-    app.request_sync()
+
+def ago(seconds: float) -> datetime:
+    """A request time `seconds` in the past: a second other than that of the apply it causes,
+    so a controller that records the apply's time instead of the request's shows."""
+    return datetime.now(UTC) - timedelta(seconds=seconds)
+
+
+def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
+    """A manual Release whose first /sync (of 10 s ago) was applied: lastHandledSyncAt is set,
+    in the past, so that later request times can be in the past too."""
+    app = releases.app(name, **spec)
+    app.request_sync(at=ago(10))
     app.wait_for(lambda r: (r.get("status") or {}).get("lastHandledSyncAt"), "lastHandledSyncAt")
     return app
 
 
-def last_handled(app: App):
+def last_handled(app: App) -> datetime:
     return parse_time(app.status()["lastHandledSyncAt"])
 
 
-@pytest.mark.rule("SYNC-2", "TRIG-3")
-def test_a_changed_sync_requested_at_starts_a_reconcile(releases: Releases) -> None:
-    app = releases.app("web", sync_policy={"automatic": True})
+def same_second(a: datetime, b: datetime) -> bool:
+    return a.replace(microsecond=0) == b.replace(microsecond=0)
+
+
+def wait_handled(app: App, request: datetime) -> None:
+    second = request.replace(microsecond=0)
+    app.wait_for(
+        lambda r: bool(
+            (r.get("status") or {}).get("lastHandledSyncAt")
+            and same_second(parse_time(r["status"]["lastHandledSyncAt"]), second)
+        ),
+        f"the request of {second} applied (lastHandledSyncAt)",
+    )
+
+
+# -- SYNC-1: the POST writes the current time -------------------------------------------------
+
+
+@pytest.mark.clause("SYNC-1.current-time", "SYNC-1.named-release")
+def test_post_sync_writes_the_current_time_on_the_named_release(
+    releases: Releases, timing: Timing
+) -> None:
+    app = releases.app("web", annotations={SYNC_REQUESTED_AT: rfc3339(ago(3600))})
+    neighbour = releases.app("neighbour")
+    before = datetime.now(UTC)
+    subresources.post_sync(app)
+    after = datetime.now(UTC)
+    written = parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
+    print(f"sync-requested-at is {(written - before).total_seconds():+.3f} s from the POST")
+    # A time written to the second is the current time too; clocks may differ by `late`.
+    earliest = before.replace(microsecond=0) - timedelta(seconds=timing.late)
+    latest = after + timedelta(seconds=timing.late)
+    assert earliest <= written <= latest, (
+        f"sync-requested-at {written} is not the time of the POST ({before} to {after})"
+    )
+    assert SYNC_REQUESTED_AT not in subresources.annotations(neighbour.get()), (
+        "the POST to one Release wrote sync-requested-at on another"
+    )
+
+
+# -- SYNC-2: a change of the annotation starts a reconcile -----------------------------------
+
+CHANGES = {
+    "later": lambda: rfc3339(datetime.now(UTC)),
+    "earlier": lambda: rfc3339(ago(3600)),
+    "removed": lambda: None,
+}
+
+
+@pytest.mark.clause("TRIG-3.sync-requested-at")
+@pytest.mark.parametrize(
+    "change",
+    [case(name, name, f"SYNC-2.{name}") for name in CHANGES],
+)
+def test_a_change_of_sync_requested_at_starts_a_reconcile(releases: Releases, change: str) -> None:
+    """Automatic mode applies at every reconcile, so the apply attempt is the reconcile."""
+    app = releases.app(
+        "web", sync_policy=AUTOMATIC, annotations={SYNC_REQUESTED_AT: rfc3339(ago(60))}
+    )
     app.wait_applied("True", "Applied")
     since = app.releases.recorder.mark()
-    app.request_sync()
+    app.annotate({SYNC_REQUESTED_AT: CHANGES[change]()})
     attempt = app.wait_attempts(since=since)[0]
-    print(f"apply attempt {attempt.at - since:.3f} s after the annotation changed")
+    print(f"{change}: apply attempt {attempt.at - since:.3f} s after the annotation changed")
 
 
-@pytest.mark.rule("SYNC-3", "SYNC-5")
+# -- SYNC-3 and SYNC-4: which requests are pending -------------------------------------------
+
+
+@pytest.mark.clause("SYNC-3.later", "SYNC-5.after-success")
 def test_a_pending_request_is_applied_and_recorded_as_handled(releases: Releases) -> None:
     app = releases.app("web")
     app.wait_applied("False", "WaitingForSync")
     assert "lastHandledSyncAt" not in app.status(), "lastHandledSyncAt before any apply"
-    written = parse_time(app.request_sync())
+    written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("True", "Applied")
     assert app.live_object()["data"] == {"content": "v1"}
     handled = last_handled(app)
-    assert handled.replace(microsecond=0) == written.replace(microsecond=0), (
-        f"lastHandledSyncAt {handled} is not the handled request's second {written}"
+    assert same_second(handled, written), (
+        f"lastHandledSyncAt {handled} is not the second of the handled request {written}"
     )
 
 
-@pytest.mark.rule("SYNC-3")
-def test_a_request_not_later_than_the_last_handled_one_is_not_pending(
+@pytest.mark.clause("SYNC-3.not-later")
+def test_a_request_earlier_than_the_last_handled_one_is_not_pending(
     releases: Releases, timing: Timing
 ) -> None:
-    app = synced_manual_app(releases)
+    app = synced_manual_app(releases, sync_policy=PERIODIC)
     app.set_content("v2")
-    since = app.releases.recorder.mark()
     app.request_sync(at=last_handled(app) - timedelta(seconds=5))
     app.wait_applied("False", "WaitingForSync")
-    assert app.quiet(timing.quiet, since=since) == [], "an old request was applied"
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "v1"}
 
 
-@pytest.mark.rule("SYNC-4")
+@pytest.mark.clause("SYNC-3.absolute-time")
+def test_request_times_compare_as_instants_whatever_their_utc_offset(
+    releases: Releases, timing: Timing
+) -> None:
+    """West of UTC the digits of a later instant can be smaller; east of it those of an
+    earlier instant larger: only the instant counts."""
+    app = synced_manual_app(releases, sync_policy=PERIODIC)
+    handled = last_handled(app)
+    app.set_content("v2")
+    later = handled + timedelta(seconds=3)
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(later, offset=timedelta(hours=-5))})
+    app.wait_content("v2")
+    wait_handled(app, later)
+    app.set_content("v3")
+    earlier = later - timedelta(seconds=2)
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(earlier, offset=timedelta(hours=5))})
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+
+
+@pytest.mark.clause("SYNC-3.at-creation")
+def test_a_request_written_before_the_release_exists_is_applied_at_its_creation(
+    releases: Releases,
+) -> None:
+    written = ago(2.5)
+    app = releases.app("web", annotations={SYNC_REQUESTED_AT: rfc3339(written)})
+    app.wait_applied("True", "Applied")
+    assert same_second(last_handled(app), written)
+
+
+@pytest.mark.clause("SYNC-3.per-release")
+def test_a_request_to_one_release_applies_nothing_of_its_neighbour(
+    releases: Releases, timing: Timing
+) -> None:
+    web, neighbour = (synced_manual_app(releases, n, sync_policy=PERIODIC) for n in ("web", "nb"))
+    handled = last_handled(neighbour)
+    for app in (web, neighbour):
+        app.set_content("v2")
+    neighbour.wait_applied("False", "WaitingForSync", timeout=INTERVAL + timing.slack(INTERVAL))
+    web.request_sync(at=web.next_pending_time())
+    web.wait_content("v2")
+    neighbour.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    assert last_handled(neighbour) == handled, "the neighbour's lastHandledSyncAt changed"
+
+
+@pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second")
 def test_the_pending_check_compares_whole_seconds(releases: Releases, timing: Timing) -> None:
-    app = synced_manual_app(releases)
+    app = synced_manual_app(releases, sync_policy=PERIODIC)
     second = last_handled(app).replace(microsecond=0)
     app.set_content("v2")  # any apply now would show
-    since = app.releases.recorder.mark()
-    app.request_sync(at=second + timedelta(microseconds=900_000))
-    app.wait_applied("False", "WaitingForSync")
-    assert app.quiet(timing.quiet, since=since) == [], (
-        "a request in the same second as lastHandledSyncAt was treated as pending"
-    )
-    since = app.releases.recorder.mark()
+    for fraction in (0, 999_999):  # the start and the end of that same second
+        app.request_sync(at=second + timedelta(microseconds=fraction))
+        app.wait_applied("False", "WaitingForSync")
+        app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     app.request_sync(at=second + timedelta(seconds=1))
-    app.wait_attempts(since=since)
-    app.wait_for(lambda _: app.live_object()["data"] == {"content": "v2"}, "v2 applied")
+    app.wait_content("v2")
 
 
-@pytest.mark.rule("SYNC-5", "SYNC-6")
-def test_a_failed_apply_leaves_the_request_pending_and_the_next_reconcile_retries(
+# -- SYNC-5 and SYNC-6: what a failure or a wait leaves ---------------------------------------
+
+
+@pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.transient-failure")
+def test_a_failed_apply_leaves_the_request_pending_and_the_retry_applies_it(
     releases: Releases,
 ) -> None:
     app = releases.app("web", sync_policy={"retryBackoff": {"initial": "1s"}})
     app.deny_applies()
-    written = parse_time(app.request_sync())
+    written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("False", "DeployFailed")
     app.wait_attempts(count=2)  # the first apply and at least one retry, both refused
     assert "lastHandledSyncAt" not in app.status(), "lastHandledSyncAt written after a failure"
     app.releases.recorder.allow_all()  # no new request: only a retry can apply now
     app.wait_applied("True", "Applied")
-    assert last_handled(app).replace(microsecond=0) == written.replace(microsecond=0)
+    assert same_second(last_handled(app), written)
 
 
-@pytest.mark.rule("SYNC-7")
-def test_automatic_mode_does_not_use_last_handled_sync_at(releases: Releases) -> None:
-    app = releases.app("web", sync_policy={"automatic": True})
+def invalid_object(name: str) -> dict:
+    """A ConfigMap whose data is not a string: the API server rejects it in the dry run."""
+    return {**content_object(name, "x"), "data": {"content": 1}}
+
+
+@pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.failure")
+def test_a_request_whose_dry_run_fails_is_applied_when_a_periodic_reconcile_can(
+    releases: Releases, timing: Timing
+) -> None:
+    app = releases.app("web", sync_policy=PERIODIC, extra=[invalid_object("rejected")])
+    written = parse_time(app.request_sync(at=ago(2.5)))
+    app.wait_applied("False", "Unappliable")
+    app.holds_for(
+        lambda r: "lastHandledSyncAt" not in r["status"],
+        "no lastHandledSyncAt after an Unappliable request",
+        timing.quiet_for(INTERVAL),
+    )
+    app.set_content("v1")  # the render passes the dry run now; no event
+    app.wait_applied("True", "Applied", timeout=INTERVAL + timing.slack(INTERVAL))
+    assert same_second(last_handled(app), written)
+
+
+@pytest.mark.clause("SYNC-5.not-while-waiting", "SYNC-6.wait")
+def test_a_request_held_by_a_pin_is_applied_when_a_periodic_reconcile_can(
+    releases: Releases, timing: Timing
+) -> None:
+    app = releases.app("web", sync_policy=PERIODIC, annotations={PIN: NO_RENDER})
+    written = parse_time(app.request_sync(at=ago(2.5)))
+    app.wait_applied("False", "Pinned")
+    app.holds_for(
+        lambda r: "lastHandledSyncAt" not in r["status"],
+        "no lastHandledSyncAt while Pinned",
+        timing.quiet_for(INTERVAL),
+    )
+    app.annotate({PIN: None})  # through the main resource: starts no reconcile
+    app.wait_applied("True", "Applied", timeout=INTERVAL + timing.slack(INTERVAL))
+    assert same_second(last_handled(app), written)
+
+
+# -- SYNC-7: automatic mode ------------------------------------------------------------------
+
+
+@pytest.mark.clause("SYNC-7.not-read")
+def test_automatic_mode_does_not_read_last_handled_sync_at(releases: Releases) -> None:
+    app = releases.app("web", sync_policy=AUTOMATIC)
     app.wait_applied("True", "Applied")
     future = "2099-01-01T00:00:00Z"
     app.patch({"status": {"lastHandledSyncAt": future}}, subresource="status")
@@ -113,66 +274,71 @@ def test_automatic_mode_does_not_use_last_handled_sync_at(releases: Releases) ->
     app.wait_attempts(since=since)
 
 
-@pytest.mark.rule("SYNC-1")
-def test_post_sync_writes_the_current_time_to_sync_requested_at(
-    releases: Releases, timing: Timing
-) -> None:
-    app = releases.app("web")
-    before = datetime.now(UTC)
-    subresources.post_sync(app)
-    written = parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
-    skew = (written - before).total_seconds()
-    print(f"sync-requested-at is {skew:+.3f} s from the time of the POST")
-    assert -timing.tolerance <= skew <= timing.reconcile
-    assert SYNC_FORCE_REQUESTED_AT not in subresources.annotations(app.get())
+@pytest.mark.clause("SYNC-7.not-written")
+def test_automatic_mode_does_not_write_last_handled_sync_at(releases: Releases) -> None:
+    app = releases.app(
+        "web", sync_policy=AUTOMATIC, annotations={SYNC_REQUESTED_AT: rfc3339(ago(2.5))}
+    )
+    app.wait_applied("True", "Applied")
+    since = app.releases.recorder.mark()
+    app.request_sync()
+    app.wait_attempts(since=since)
+    app.settle()  # the reconciles are done, their status written
+    assert "lastHandledSyncAt" not in app.status(), app.status()
 
 
-SUBRESOURCE_WRITES = {
-    "pin": lambda app: {"renderRef": app.status()["renderRef"]},
+# -- SYNC-8: the other subresources -----------------------------------------------------------
+
+#: What a PUT of each subresource sends; what a DELETE takes away (set beforehand directly).
+PUT_BODIES = {
+    "pin": lambda app: {"renderRef": app.status()["renderRef"]},  # the current render: no hold
     "mutations": lambda app: [],
     "lifecycle": lambda app: {},
 }
+DELETED_VALUES = {"pin": NO_RENDER, "mutations": "[]", "lifecycle": "{}"}
 
 
-@pytest.mark.rule("SYNC-8")
-@pytest.mark.parametrize("subresource", sorted(SUBRESOURCE_WRITES))
+def write_subresource(app: App, method: str, subresource: str) -> subresources.RawResponse:
+    if method == "PUT":
+        return subresources.put(app, subresource, PUT_BODIES[subresource](app))
+    return subresources.delete(app, subresource)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        case((method, subresource), f"{method}-{subresource}", f"SYNC-8.{method}-{subresource}")
+        for method in ("PUT", "DELETE")
+        for subresource in PUT_BODIES
+    ],
+)
 def test_a_subresource_write_sets_sync_requested_at_and_counts_as_a_request(
-    releases: Releases, subresource: str
+    releases: Releases, target: tuple[str, str]
 ) -> None:
-    app = releases.app("web")
+    method, subresource = target
+    annotation = f"{GROUP}/{subresource}"
+    preset = {annotation: DELETED_VALUES[subresource]} if method == "DELETE" else None
+    app = releases.app("web", annotations=preset)
     app.wait_applied("False", "WaitingForSync")
     before = app.get()
-    answer = subresources.put(app, subresource, SUBRESOURCE_WRITES[subresource](app))
+    answer = write_subresource(app, method, subresource)
     until = answer.body["metadata"]["resourceVersion"]
-    _, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
-    assert f"{GROUP}/{subresource}" in subresources.annotations(after), (
-        f"the write of /{subresource} did not carry its data in the same update"
+    previous, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    data_before = subresources.annotations(previous).get(annotation)
+    data_after = subresources.annotations(after).get(annotation)
+    assert data_before != data_after and (data_after is not None) == (method == "PUT"), (
+        f"{method} /{subresource}: {annotation} and sync-requested-at were not written in one "
+        f"update: {annotation} was {data_before!r} before it and {data_after!r} after it"
     )
     written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
     app.wait_applied("True", "Applied")  # in manual mode the write was a /sync request
-    assert last_handled(app).replace(microsecond=0) == written.replace(microsecond=0)
+    assert same_second(last_handled(app), written)
 
 
-@pytest.mark.rule("SYNC-10")
-def test_kubectl_convoy_release_sync_sends_the_post(
-    releases: Releases, cluster: Cluster, timing: Timing
-) -> None:
-    app = releases.app("web")
-    done = subresources.kubectl_convoy(
-        cluster.kubeconfig, app.namespace, "release", "sync", app.name
-    )
-    assert done.returncode == 0, done.stderr
-    annotations = subresources.annotations(app.get())
-    assert SYNC_REQUESTED_AT in annotations and SYNC_FORCE_REQUESTED_AT not in annotations
-    app.wait_applied("True", "Applied")
+# -- SYNC-9: the observer's /sync -------------------------------------------------------------
 
 
-def a_while_ago() -> datetime:
-    """A request time seconds in the past, so that a /sync sent now is in a later second."""
-    return datetime.now(UTC) - timedelta(seconds=3)
-
-
-def wait_for_observer_sync(app: App, previous: str) -> datetime:
+def wait_for_observer_sync(app: App, previous: str | None) -> datetime:
     """The time of the /sync the observer sends (a new sync-requested-at)."""
     release = app.wait_for(
         lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) != previous,
@@ -181,21 +347,10 @@ def wait_for_observer_sync(app: App, previous: str) -> datetime:
     return parse_time(subresources.annotations(release)[SYNC_REQUESTED_AT])
 
 
-def wait_handled(app: App, request: datetime) -> None:
-    second = request.replace(microsecond=0)
-    app.wait_for(
-        lambda r: (
-            (r.get("status") or {}).get("lastHandledSyncAt")
-            and parse_time(r["status"]["lastHandledSyncAt"]).replace(microsecond=0) == second
-        ),
-        f"the request of {second} applied (lastHandledSyncAt)",
-    )
-
-
-@pytest.mark.rule("SYNC-9")
+@pytest.mark.clause("SYNC-9.new-render")
 def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(releases: Releases) -> None:
     app = releases.app("web", extra=[widgets.widget("worker")])
-    previous = app.request_sync(at=a_while_ago())
+    previous = app.request_sync(at=ago(3))
     app.wait_applied("True", "Applied")
     app.set_content("v2", extra=[widgets.widget("worker")])  # a request would apply v2
     widgets.set_health(app, "worker", "Healthy")
@@ -204,32 +359,47 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(releases: Re
     assert app.live_object()["data"] == {"content": "v2"}
 
 
-@pytest.mark.rule("SYNC-9")
-def test_the_observer_sends_the_next_wave_a_sync_when_a_wave_completes(
+@pytest.mark.clause("SYNC-9.wave")
+def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_completes(
     releases: Releases,
 ) -> None:
-    low = releases.app(
-        "low", sync_policy={"automatic": True}, wave=0, extra=[widgets.widget("low-worker")]
-    )
-    high = releases.app("high", wave=1)
-    high.wait_applied("False", "WaitingForSync")
-    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    low = releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("low-worker")])
+    next_wave = [releases.app(name, wave=1) for name in ("high", "high-too")]
+    previous = {}
+    for app in next_wave:
+        app.wait_applied("False", "WaitingForSync")
+        previous[app.name] = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
     widgets.set_health(low, "low-worker", "Healthy")
-    request = wait_for_observer_sync(high, previous)
-    wait_handled(high, request)
+    for app in next_wave:
+        wait_handled(app, wait_for_observer_sync(app, previous[app.name]))
 
 
-@pytest.mark.rule("SYNC-9")
+@pytest.mark.clause("SYNC-9.hooks")
 def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
 ) -> None:
     hooks = {"preApply": [[widgets.widget("migrate")]]}
     app = releases.app("web", annotations={f"{GROUP}/lifecycle": json.dumps(hooks)})
-    previous = app.request_sync(at=a_while_ago())
+    previous = app.request_sync(at=ago(3))
     app.wait_applied("False", "WaitingForHooks")
     # A resync reconcile would find the batch done before the observer could say so.
     resync_clock.quiet_slot(timing.reconcile)
     widgets.set_health(app, "migrate", "Healthy")
     request = wait_for_observer_sync(app, previous)
     wait_handled(app, request)
+    app.wait_applied("True", "Applied")
+
+
+# -- SYNC-10 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.clause("SYNC-10.post")
+def test_kubectl_convoy_release_sync_sends_the_post(releases: Releases, cluster: Cluster) -> None:
+    app = releases.app("web")
+    done = subresources.kubectl_convoy(
+        cluster.kubeconfig, app.namespace, "release", "sync", app.name
+    )
+    assert done.returncode == 0, done.stderr
+    annotations = subresources.annotations(app.get())
+    assert SYNC_REQUESTED_AT in annotations and SYNC_FORCE_REQUESTED_AT not in annotations
     app.wait_applied("True", "Applied")

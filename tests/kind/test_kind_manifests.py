@@ -149,7 +149,7 @@ def test_the_deployment_runs_the_unique_image_with_the_manifest_args(
     )
     container = deployment.spec.template.spec.containers[0]
     assert container.image == IMAGE
-    assert container.args == ["--resync=30s", *install_kind.deployment_args()[1:]]
+    assert container.args == ["--resync=30s", *install_kind.deployment_args()]
     assert container.args[1:3] == ["--health-port=8081", "--metrics-port=8080"]
     security = container.security_context
     assert security.read_only_root_filesystem and security.run_as_non_root

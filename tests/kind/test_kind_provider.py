@@ -246,7 +246,7 @@ def test_install_issues_build_load_apply_and_waits_in_order(tmp_path: Path) -> N
         {
             "op": "replace",
             "path": "/spec/template/spec/containers/0/args",
-            "value": ["--resync=30s", *install_kind.deployment_args()[1:]],
+            "value": ["--resync=30s", *install_kind.deployment_args()],
         }
     ]
 
@@ -326,9 +326,11 @@ def test_the_in_cluster_controller_restarts_by_scaling(tmp_path: Path) -> None:
 
 def test_controller_args_replace_only_the_resync() -> None:
     base = install_kind.deployment_args()
+    assert not any(arg.startswith("--resync") for arg in base)  # shipped: the default
     assert install_kind.controller_args(base) == base
-    assert install_kind.controller_args(base, resync="5s") == ["--resync=5s", *base[1:]]
-    assert base[0] == "--resync=2m"
+    assert install_kind.controller_args(base, resync="5s") == ["--resync=5s", *base]
+    with_flag = ["--resync=2m", *base]
+    assert install_kind.controller_args(with_flag, resync="5s") == ["--resync=5s", *base]
 
 
 # -- the overlay, rendered by kustomize ------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The rule catalog is complete, and the suite checks every rule it lists."""
+"""The rule catalog is complete, its clauses are tested, and the suite names only clauses."""
 
 from __future__ import annotations
 
@@ -22,24 +22,53 @@ def test_the_catalog_has_the_43_rules_of_the_document_once_each() -> None:
     assert all(rule.statement and rule.section in catalog.SECTIONS for rule in catalog.RULES)
 
 
-def test_every_rule_has_a_conformance_test(coverage: catalog.Coverage) -> None:
+def test_every_rule_has_clauses_named_after_it() -> None:
+    for rule in catalog.RULES:
+        assert rule.clauses, rule.id
+        for clause in rule.clauses:
+            assert re.fullmatch(rf"{re.escape(rule.id)}\.[A-Za-z0-9-]+", clause.id), clause.id
+            assert clause.statement and clause.rule_id == rule.id
+    assert len(catalog.CLAUSES) == sum(len(rule.clauses) for rule in catalog.RULES)
+
+
+def test_every_reason_the_document_lists_is_a_clause_of_its_requeue_rule() -> None:
+    for rule_id, reasons in (
+        ("REQ-1", catalog.TRANSIENT_REASONS),
+        ("REQ-2", catalog.NOT_TRANSIENT_REASONS),
+    ):
+        assert [c.id for c in catalog.BY_ID[rule_id].clauses] == [
+            f"{rule_id}.{reason}" for reason in reasons
+        ]
+
+
+def test_every_clause_has_a_conformance_test(coverage: catalog.Coverage) -> None:
     assert coverage.uncovered == []
 
 
-def test_every_conformance_test_names_a_rule(coverage: catalog.Coverage) -> None:
+def test_every_conformance_test_names_a_clause(coverage: catalog.Coverage) -> None:
     assert coverage.untagged == []
 
 
-def test_a_test_naming_an_unknown_rule_is_a_usage_error(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ('"SYNC-99.x"', "unknown clause ID(s) ['SYNC-99.x']"),
+        ('"SYNC-4"', "SYNC-4 is a rule: name its clauses (SYNC-4.same-second"),
+    ],
+    ids=["unknown", "bare-rule"],
+)
+def test_a_test_naming_no_clause_of_the_catalog_is_a_usage_error(
+    pytester: pytest.Pytester, marker: str, message: str
+) -> None:
     pytester.makepyfile(
-        """
+        f"""
         import pytest
 
-        @pytest.mark.rule("SYNC-99")
+        @pytest.mark.clause({marker})
         def test_x():
             pass
         """
     )
     result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "unknown rule ID(s) ['SYNC-99']" in result.stderr.str()
+    assert message in result.stderr.str()

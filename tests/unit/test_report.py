@@ -21,41 +21,53 @@ def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> dict:
 PASSING_AND_FAILING = """
 import pytest
 
-@pytest.mark.rule("SYNC-4")
+@pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second")
 def test_passes():
     pass
 
-@pytest.mark.rule("SYNC-5")
+@pytest.mark.clause("SYNC-5.not-on-failure")
 def test_fails():
     assert False, "lastHandledSyncAt written after a failure"
 
-@pytest.mark.rule("BACK-5")
+@pytest.mark.clause("BACK-5.restart")
 def test_not_supported():
     pytest.skip("not-supported: the suite cannot restart this controller")
 
-@pytest.mark.rule("SYNC-4")
+@pytest.mark.clause("SYNC-4.same-second")
 def test_long():
-    pytest.skip("long test (over 1201 s): select it with -m long")
+    pytest.skip("certifying run only: the long phase checks it")
+
+@pytest.mark.clause("BACK-6.cap")
+def test_certifying_only():
+    pytest.skip("certifying run only: the long phase checks it")
 """
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_run_writes_yaml_junit_and_html_with_a_result_per_rule(
+def test_a_run_writes_yaml_junit_and_html_with_a_verdict_per_rule_and_clause(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
     written = run_inner(pytester, PASSING_AND_FAILING, *METADATA, *workers)
-    results = {rule["id"]: rule for rule in written["rules"]}
-    assert len(results) == len(catalog.RULES)
-    assert results["SYNC-4"]["result"] == "passed"  # its long test's skip does not count
-    assert results["SYNC-5"]["result"] == "failed"
-    assert "lastHandledSyncAt written" in results["SYNC-5"]["tests"][0]["message"]
-    assert results["BACK-5"]["result"] == "not-supported"
-    assert results["MODE-1"]["message"] == "no test of this rule ran"
+    rules = {rule["id"]: rule for rule in written["rules"]}
+    clauses = {c["id"]: c for rule in written["rules"] for c in rule["clauses"]}
+    assert len(rules) == len(catalog.RULES) and len(clauses) == len(catalog.CLAUSES)
+    assert rules["SYNC-4"]["result"] == "passed"  # its certifying-only skip is no verdict
+    assert clauses["SYNC-4.same-second"]["result"] == "passed"
+    assert rules["SYNC-5"]["result"] == "failed"
+    failed = clauses["SYNC-5.not-on-failure"]
+    assert failed["result"] == "failed"
+    assert "lastHandledSyncAt written" in failed["tests"][0]["message"]
+    assert clauses["SYNC-5.after-success"]["message"] == "no test of this clause ran"
+    assert rules["BACK-5"]["result"] == "not-supported"
+    profile = clauses["BACK-6.cap"]
+    assert profile["result"] == "not-in-profile"
+    assert "long phase" in profile["notInProfile"]
+    assert any(r.startswith("BACK-6.cap not-in-profile") for r in written["nonCertifyingReasons"])
     assert written["certifying"] is False
     out = pytester.path / "out"
     assert (out / "junit.xml").exists()
     page = (out / "conformance-report.html").read_text()
-    assert "NOT CERTIFYING" in page and "SYNC-5" in page
+    assert "NOT CERTIFYING" in page and "SYNC-5.not-on-failure" in page
 
 
 @pytest.mark.parametrize(
@@ -86,10 +98,18 @@ def certifying_report() -> dict:
         "environment": {},
         "options": {},
         "timing": {},
+        "phases": [{"name": name} for name in report.PHASES],
         "implementation": {f: "x" for f in report.IMPLEMENTATION_FIELDS},
         "certifying": True,
         "nonCertifyingReasons": [],
-        "rules": [{"id": rule.id, "result": "passed"} for rule in catalog.RULES],
+        "rules": [
+            {
+                "id": rule.id,
+                "result": "passed",
+                "clauses": [{"id": c.id, "result": "passed"} for c in rule.clauses],
+            }
+            for rule in catalog.RULES
+        ],
     }
 
 
@@ -103,7 +123,12 @@ def test_verify_accepts_a_certifying_report(tmp_path: Path) -> None:
     ("change", "problem"),
     [
         (lambda r: r["rules"].pop(), "rule BACK-6 is missing"),
-        (lambda r: r["rules"][0].update(result="failed"), "rule MODE-1: failed"),
+        (lambda r: r["rules"][0]["clauses"].pop(), "clause MODE-1.changed is missing"),
+        (
+            lambda r: r["rules"][0]["clauses"][0].update(result="not-in-profile"),
+            "clause MODE-1.unset: not-in-profile",
+        ),
+        (lambda r: r["phases"].pop(), "a certifying run has ['shipped', 'long']"),
         (lambda r: r["implementation"].update(contact=""), "implementation.contact is empty"),
         (lambda r: r.update(certifying=False), "the run was not certifying"),
         (lambda r: r.update(kind="Other"), "apiVersion/kind must be"),

@@ -1,0 +1,263 @@
+"""Mutants of the section "Automatic and manual mode": MODE-1, AUTO-1, AUTO-2, MAN-1..3."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from convoy import api, apply, policy, reconciler
+from convoy.api import Reason
+from mutants import mutant
+from mutants.patching import key_of, wrap
+
+Obj = dict[str, Any]
+
+
+def _with_mode(read: policy.SyncPolicy, automatic: bool) -> policy.SyncPolicy:
+    return policy.SyncPolicy(automatic, read.interval, read.backoff)
+
+
+@mutant("unset-automatic-is-automatic", "MODE-1.unset")
+def unset_automatic_is_automatic() -> None:
+    """A Release without spec.syncPolicy.automatic runs in automatic mode."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        return read if "automatic" in spec else _with_mode(read, True)
+
+
+@mutant("automatic-present-means-true", "MODE-1.false")
+def automatic_present_means_true() -> None:
+    """The mode is automatic whenever the automatic field is present, also as false."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        return _with_mode(original(release), "automatic" in spec)
+
+
+@mutant("automatic-compared-to-a-string", "MODE-1.true")
+def automatic_compared_to_a_string() -> None:
+    """automatic is compared with the string "true", so the boolean true is manual mode."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        return _with_mode(original(release), spec.get("automatic") == "true")
+
+
+@mutant("mode-read-once", "MODE-1.changed")
+def mode_read_once() -> None:
+    """The mode is read at a Release's first reconcile and kept in memory: changes of automatic
+    are ignored until a restart."""
+    first: dict[str, bool] = {}
+    lock = threading.Lock()
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        with lock:
+            automatic = first.setdefault(release["metadata"]["uid"], read.automatic)
+        return _with_mode(read, automatic)
+
+
+@mutant("automatic-applies-only-changes", "AUTO-1.unchanged")
+def automatic_applies_only_changes() -> None:
+    """Automatic mode skips the apply when the render equals the last successful one."""
+
+    @wrap(reconciler.Reconciler, "_apply")
+    def skip(original, self, target, status: Obj, current) -> None:
+        if (status.get("lastSuccessful") or {}).get("renderRef") != current.ref:
+            original(self, target, status, current)
+
+
+@mutant("apply-stops-after-the-first-object", "AUTO-1.whole-render")
+def apply_stops_after_the_first_object() -> None:
+    """The apply loop returns after the first object that is neither a Namespace nor a CRD (a
+    misplaced return): the rest of the render is never applied."""
+    original = apply._apply_one
+    done = threading.local()
+
+    def apply_one(target, obj: Obj) -> None:
+        if getattr(done, "first", False):
+            return
+        original(target, obj)
+        done.first = obj["kind"] not in ("Namespace", "CustomResourceDefinition")
+
+    @wrap(apply, "apply")
+    def apply_all(original_apply, target, objects):
+        done.first = False
+        return original_apply(target, objects)
+
+    apply._apply_one = apply_one
+
+
+@mutant("apply-without-force", "AUTO-2.changed")
+def apply_without_force() -> None:
+    """Server-side apply without forcing conflicts: drift made by another manager stays."""
+
+    def unforced(resource, obj: Obj, dry_run: str | None = None) -> None:
+        metadata = obj["metadata"]
+        resource.server_side_apply(
+            body=obj,
+            name=metadata["name"],
+            namespace=metadata.get("namespace"),
+            field_manager=api.FIELD_MANAGER,
+            force_conflicts=False,
+            dry_run=dry_run,
+        )
+
+    apply._server_side_apply = unforced
+
+
+@mutant("deleted-objects-stay-deleted", "AUTO-2.deleted")
+def deleted_objects_stay_deleted() -> None:
+    """An object the Release applied before and that is gone from the target is taken as
+    deleted on purpose: the apply leaves it out."""
+
+    @wrap(reconciler.Reconciler, "_apply")
+    def apply_present(original, self, target, status: Obj, current) -> None:
+        before = {(r["kind"], r["name"]) for r in status.get("appliedObjects") or []}
+
+        def present(obj: Obj) -> bool:
+            if (obj["kind"], obj["metadata"]["name"]) not in before:
+                return True
+            resource = target.resource(obj["apiVersion"], obj["kind"])
+            meta = obj["metadata"]
+            try:
+                resource.get(name=meta["name"], namespace=meta.get("namespace"))
+            except NotFoundError:
+                return False
+            return True
+
+        kept = tuple(obj for obj in current.objects if present(obj))
+        original(self, target, status, dataclasses.replace(current, objects=kept))
+
+
+# -- manual mode -------------------------------------------------------------------------------
+
+
+class _Reason(str):
+    """A reason outside the document's list, for mutants that report one."""
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+    transient = False
+
+
+@mutant("in-sync-reason-InSync", "MAN-1.in-sync")
+def in_sync_reason_in_sync() -> None:
+    """Manual mode in sync says Applied=True with reason InSync instead of Applied."""
+
+    @wrap(reconciler, "manual_without_request")
+    def in_sync(original, status: Obj, ref: str):
+        outcome = original(status, ref)
+        if outcome.applied:
+            return reconciler.Outcome(True, _Reason("InSync"), outcome.message)
+        return outcome
+
+
+@mutant("in-sync-message-silent", "MAN-1.message")
+def in_sync_message_silent() -> None:
+    """Manual mode in sync says only "Applied", not that it is in sync and waits for /sync."""
+
+    @wrap(reconciler, "manual_without_request")
+    def quiet_message(original, status: Obj, ref: str):
+        outcome = original(status, ref)
+        if outcome.applied:
+            return reconciler.Outcome(True, Reason.APPLIED, f"Applied render {ref}")
+        return outcome
+
+
+@mutant("waiting-until-the-next-apply", "MAN-1.render-back")
+def waiting_until_the_next_apply() -> None:
+    """Once a manual Release waits for /sync it keeps waiting until the next apply, also when
+    its render changes back to the applied one (a flag kept in memory)."""
+    waiting: set[str] = set()
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        key = key_of(release)
+        if outcome.reason is Reason.WAITING_FOR_SYNC:
+            waiting.add(key)
+        elif outcome.applied and "waits for /sync" in outcome.message and key in waiting:
+            return reconciler.Outcome(False, Reason.WAITING_FOR_SYNC, "still waiting for /sync")
+        elif outcome.applied:
+            waiting.discard(key)
+        return outcome
+
+
+@mutant("never-applied-counts-as-in-sync", "MAN-2.never-applied")
+def never_applied_counts_as_in_sync() -> None:
+    """Manual mode with nothing applied yet reports Applied=True instead of WaitingForSync."""
+
+    @wrap(reconciler, "manual_without_request")
+    def in_sync(original, status: Obj, ref: str):
+        if not status.get("lastSuccessful"):
+            return reconciler.Outcome(True, Reason.APPLIED, "nothing to apply yet")
+        return original(status, ref)
+
+
+@mutant("compared-with-the-last-render", "MAN-2.different")
+def compared_with_the_last_render() -> None:
+    """Manual mode compares the render with the last one it saw (status.renderRef as read)
+    instead of lastSuccessful.renderRef: a new render waits once, then counts as in sync."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        seen = (release.get("status") or {}).get("renderRef")
+        outcome = original(self, release, result, requests, forced)
+        if outcome.reason is Reason.WAITING_FOR_SYNC and seen == result.status.get("renderRef"):
+            return reconciler.Outcome(True, Reason.APPLIED, "in sync; apply waits for /sync")
+        return outcome
+
+
+@mutant("manual-repairs-drift-in-sync", "MAN-3.in-sync")
+def manual_repairs_drift_in_sync() -> None:
+    """Manual mode in sync applies the render again to repair drift, without a /sync."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        if outcome.applied and "waits for /sync" in outcome.message:
+            target = self._targets.for_release(release)
+            current = reconciler.render_release(self._core, release, target)
+            apply.apply(target, list(current.objects))
+        return outcome
+
+
+@mutant("manual-dry-run-while-waiting", "MAN-3.different", "MAN-3.never-applied", "MAN-3.in-sync")
+def manual_dry_run_while_waiting() -> None:
+    """Manual mode without a pending /sync runs the pre-apply dry run while it waits."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        if outcome.reason is Reason.WAITING_FOR_SYNC or "waits for /sync" in outcome.message:
+            target = self._targets.for_release(release)
+            current = reconciler.render_release(self._core, release, target)
+            apply.dry_run(target, list(current.objects))
+        return outcome
+
+
+@mutant("first-render-validated", "MAN-3.never-applied")
+def first_render_validated() -> None:
+    """A manual Release that was never applied dry-runs its render at each reconcile, to report
+    problems before the first /sync."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        if outcome.reason is Reason.WAITING_FOR_SYNC and not result.status.get("lastSuccessful"):
+            target = self._targets.for_release(release)
+            current = reconciler.render_release(self._core, release, target)
+            apply.dry_run(target, list(current.objects))
+        return outcome

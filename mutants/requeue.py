@@ -1,0 +1,160 @@
+"""Mutants of the sections "Requeue rules" and "interval": REQ-1, REQ-2, INT-1..3."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from convoy import api, controller, observer, policy
+from convoy.api import Reason
+from convoy.informer import EventType
+from mutants import generated, mutant
+from mutants.patching import wrap
+
+Obj = dict[str, Any]
+
+#: The reasons the document lists as not transient ("the waiting reasons" are the four
+#: Waiting... reasons of the API reference).
+NOT_TRANSIENT = (
+    Reason.UNSUPPORTED,
+    Reason.UNAPPLIABLE,
+    Reason.PINNED,
+    Reason.HOOK_FAILED,
+    Reason.WAITING_FOR_SYNC,
+    Reason.WAITING_FOR_WAVE,
+    Reason.WAITING_FOR_HOOKS,
+    Reason.WAITING_FOR_HEALTH,
+)
+
+
+@mutant("transient-not-retried", *(f"REQ-1.{reason.value}" for reason in api.TRANSIENT))
+def transient_not_retried() -> None:
+    """Transient failures are not retried with backoff: they wait like holds."""
+    Reason.transient = property(lambda self: False)
+
+
+@mutant("everything-retried", *(f"REQ-2.{reason.value}" for reason in NOT_TRANSIENT))
+def everything_retried() -> None:
+    """Non-transient reasons (Unappliable, Unsupported, waiting) are retried with backoff."""
+    Reason.transient = property(lambda self: self is not Reason.APPLIED)
+
+
+def _set_transient(reason: Reason, transient: bool) -> None:
+    api.TRANSIENT = api.TRANSIENT | {reason} if transient else api.TRANSIENT - {reason}
+
+
+# One mutant per reason the document lists: the list written with that reason left out, or
+# with it added.
+for _reason in sorted(api.TRANSIENT):
+    generated(
+        f"{_reason.value}-not-transient",
+        f"{_reason.value} is left out of the transient reasons: it waits for the next "
+        "periodic reconcile instead of a backoff retry.",
+        lambda reason=_reason: _set_transient(reason, False),
+        f"REQ-1.{_reason.value}",
+    )
+for _reason in NOT_TRANSIENT:
+    generated(
+        f"{_reason.value}-retried-with-backoff",
+        f"{_reason.value} is counted among the transient reasons: it is retried with backoff.",
+        lambda reason=_reason: _set_transient(reason, True),
+        f"REQ-2.{_reason.value}",
+    )
+
+
+# -- interval ----------------------------------------------------------------------------------
+def _with_interval(read: policy.SyncPolicy, interval: float) -> policy.SyncPolicy:
+    return policy.SyncPolicy(read.automatic, interval, read.backoff)
+
+
+@mutant("interval-doubled", "INT-1.period")
+def interval_doubled() -> None:
+    """The periodic reconcile comes at twice spec.syncPolicy.interval."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        return _with_interval(read, 2 * read.interval)
+
+
+@mutant("interval-in-whole-seconds", "INT-1.period")
+def interval_in_whole_seconds() -> None:
+    """The interval is kept in whole seconds (an int conversion): 2300ms becomes 2 s."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        return _with_interval(read, float(int(read.interval)))
+
+
+@mutant("interval-kept-per-namespace", "INT-1.per-release")
+def interval_kept_per_namespace() -> None:
+    """The interval is cached per namespace when a Release is created or changed: every
+    Release of the namespace requeues with the interval of the one seen last."""
+    intervals: dict[str, float] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_on_release")
+    def on_release(original, self, event) -> None:
+        if event.type in (EventType.ADDED, EventType.MODIFIED):
+            try:
+                interval = policy.SyncPolicy.of(event.new).interval
+            except policy.SpecError:
+                interval = 0.0
+            with lock:
+                intervals[event.new["metadata"]["namespace"]] = interval
+        original(self, event)
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        if result.policy is not None and result.policy.interval > 0:
+            with lock:
+                shared = intervals.get(key.split("/", 1)[0], result.policy.interval)
+            result.policy = _with_interval(result.policy, shared)
+        return original(self, key, result)
+
+
+@mutant("drift-checked-every-3s", "INT-2.period")
+def drift_checked_every_3s() -> None:
+    """The observer checks drift every 3 seconds, whatever the Release's interval."""
+    observer._interval = lambda release: 3.0
+
+
+@mutant("drift-checked-without-an-interval", "INT-2.no-interval")
+def drift_checked_without_an_interval() -> None:
+    """Without an interval the observer checks drift at each of its observations."""
+    original = observer._interval
+    observer._interval = lambda release: original(release) or observer.PERIOD
+
+
+@mutant("default-interval", "INT-3.unset", "INT-3.zero")
+def default_interval() -> None:
+    """Without an interval, the Release is reconciled every 3 seconds anyway."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        return read if read.interval else _with_interval(read, 3.0)
+
+
+@mutant("unset-interval-means-10s", "INT-3.unset")
+def unset_interval_means_10s() -> None:
+    """An unset interval defaults to 10 seconds (only an explicit 0 turns it off)."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        return _with_interval(read, 10.0) if "interval" not in spec else read
+
+
+@mutant("zero-interval-means-1s", "INT-3.zero")
+def zero_interval_means_1s() -> None:
+    """An interval of 0 means "as often as sensible": every second."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        spec = (release.get("spec") or {}).get("syncPolicy") or {}
+        zero = "interval" in spec and not read.interval
+        return _with_interval(read, 1.0) if zero else read

@@ -1,0 +1,384 @@
+"""Mutants of the section "The /sync request": SYNC-1..9 (SYNC-10 is the plugin's)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from convoy import api, controller, observer, policy, reconciler, subresources, synctime, waves
+from convoy.api import Annotation, Reason
+from mutants import mutant
+from mutants.patching import key_of, wrap
+
+Obj = dict[str, Any]
+
+
+def _requests(read: policy.Requests, **changes: Any) -> policy.Requests:
+    fields = {
+        "sync_at": read.sync_at,
+        "force_at": read.force_at,
+        "last_handled_sync": read.last_handled_sync,
+        "last_handled_force": read.last_handled_force,
+    }
+    return policy.Requests(**(fields | changes))
+
+
+# -- SYNC-1 ------------------------------------------------------------------------------------
+@mutant("sync-writes-an-old-time", "SYNC-1.current-time")
+def sync_writes_an_old_time() -> None:
+    """POST releases/<name>/sync writes a time an hour old instead of the current time."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        if subresource is subresources.Subresource.SYNC:
+            old = synctime.format_sync_time(self._clock.wall() - timedelta(hours=1), precise=True)
+            written = {key: old for key in written}
+        return written
+
+
+@mutant("sync-writes-the-whole-namespace", "SYNC-1.named-release")
+def sync_writes_the_whole_namespace() -> None:
+    """POST .../sync writes sync-requested-at on every Release of the namespace (a list and
+    patch loop meant for a namespace-wide sync)."""
+
+    @wrap(subresources.SubresourceAPI, "_patch")
+    def patch(original, self, route, annotations):
+        written = original(self, route, annotations)
+        if route.subresource is subresources.Subresource.SYNC:
+            listed = self._releases.list_namespaced_custom_object(
+                api.GROUP, api.VERSION, route.namespace, api.RELEASES
+            )
+            for item in listed["items"]:
+                name = item["metadata"]["name"]
+                if name != route.name:
+                    original(
+                        self, type(route)(route.namespace, name, route.subresource), annotations
+                    )
+        return written
+
+
+# -- SYNC-2 ------------------------------------------------------------------------------------
+@mutant(
+    "sync-annotation-ignored",
+    "SYNC-2.later",
+    "SYNC-2.earlier",
+    "SYNC-2.removed",
+    "TRIG-3.sync-requested-at",
+)
+def sync_annotation_ignored() -> None:
+    """A change of sync-requested-at does not start a reconcile."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "sync-requested" else found
+
+
+def _sync_at(obj: Obj) -> str | None:
+    return (obj["metadata"].get("annotations") or {}).get(Annotation.SYNC_REQUESTED_AT)
+
+
+@mutant("sync-trigger-only-when-later", "SYNC-2.earlier")
+def sync_trigger_only_when_later() -> None:
+    """Only a change of sync-requested-at to a later time starts a reconcile."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found != "sync-requested" or not _sync_at(event.old) or not _sync_at(event.new):
+            return found
+        old = synctime.parse_sync_time(_sync_at(event.old))
+        return found if synctime.parse_sync_time(_sync_at(event.new)) > old else None
+
+
+@mutant("sync-trigger-needs-a-value", "SYNC-2.removed")
+def sync_trigger_needs_a_value() -> None:
+    """Removing sync-requested-at starts no reconcile: the predicate wants a new value."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "sync-requested" and not _sync_at(event.new) else found
+
+
+# -- SYNC-3, SYNC-4 ----------------------------------------------------------------------------
+@mutant("first-request-not-pending", "SYNC-3.later")
+def first_request_not_pending() -> None:
+    """Without lastHandledSyncAt no request is pending (a None check the wrong way round)."""
+
+    def pending(self) -> bool:
+        return (
+            self.sync_at is not None
+            and self.last_handled_sync is not None
+            and synctime.is_pending(self.sync_at, self.last_handled_sync)
+        )
+
+    policy.Requests.sync_pending = property(pending)
+
+
+@mutant("any-request-is-pending", "SYNC-3.not-later")
+def any_request_is_pending() -> None:
+    """Any sync-requested-at different from lastHandledSyncAt is pending, also an older one."""
+
+    def pending(self) -> bool:
+        if self.sync_at is None:
+            return False
+        handled = self.last_handled_sync
+        return handled is None or synctime.truncate_to_second(self.sync_at) != (
+            synctime.truncate_to_second(handled)
+        )
+
+    policy.Requests.sync_pending = property(pending)
+
+
+@mutant("sync-time-offset-ignored", "SYNC-3.absolute-time")
+def sync_time_offset_ignored() -> None:
+    """Request times are read as UTC whatever their offset: the digits count, not the instant."""
+
+    @wrap(synctime, "parse_sync_time")
+    def parse(original, text: str) -> datetime:
+        parsed = original(text)
+        digits = datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+        return digits.replace(tzinfo=UTC, microsecond=parsed.microsecond)
+
+
+@mutant("requests-before-creation-ignored", "SYNC-3.at-creation")
+def requests_before_creation_ignored() -> None:
+    """A request older than the Release itself is taken as stale and ignored."""
+
+    @wrap(policy.Requests, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        created = synctime.parse_sync_time(release["metadata"]["creationTimestamp"])
+        if read.sync_at is not None and read.sync_at < created:
+            return _requests(read, sync_at=None)
+        return read
+
+
+@mutant("latest-request-per-namespace", "SYNC-3.per-release")
+def latest_request_per_namespace() -> None:
+    """The latest request is remembered per namespace, not per Release: a request to one
+    Release is pending for its neighbours too."""
+    latest: dict[str, datetime] = {}
+    lock = threading.Lock()
+
+    @wrap(policy.Requests, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        namespace = release["metadata"]["namespace"]
+        with lock:
+            if read.sync_at is not None:
+                latest[namespace] = max(latest.get(namespace, read.sync_at), read.sync_at)
+            newest = latest.get(namespace)
+        return _requests(read, sync_at=newest) if newest else read
+
+
+@mutant("sub-second-comparison", "SYNC-4.same-second")
+def sub_second_comparison() -> None:
+    """The pending check compares with sub-second precision instead of whole seconds."""
+
+    def pending(self) -> bool:
+        handled = self.last_handled_sync
+        return self.sync_at is not None and (handled is None or self.sync_at > handled)
+
+    policy.Requests.sync_pending = property(pending)
+
+
+@mutant("pending-a-second-too-late", "SYNC-4.next-second")
+def pending_a_second_too_late() -> None:
+    """A request is pending only when it is more than a whole second later (off by one)."""
+
+    def pending(self) -> bool:
+        handled = self.last_handled_sync
+        if self.sync_at is None or handled is None:
+            return self.sync_at is not None
+        later = synctime.truncate_to_second(self.sync_at) - synctime.truncate_to_second(handled)
+        return later > timedelta(seconds=1)
+
+    policy.Requests.sync_pending = property(pending)
+
+
+# -- SYNC-5, SYNC-6 ----------------------------------------------------------------------------
+@mutant("handled-at-the-apply-time", "SYNC-5.after-success")
+def handled_at_the_apply_time() -> None:
+    """lastHandledSyncAt holds the time of the apply, not that of the handled request."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        previous = (release.get("status") or {}).get("lastHandledSyncAt")
+        if result.status.get("lastHandledSyncAt") not in (None, previous):
+            result.status["lastHandledSyncAt"] = synctime.format_sync_time(self._clock.wall())
+        return result
+
+
+@mutant("handled-on-failure", "SYNC-5.not-on-failure")
+def handled_on_failure() -> None:
+    """lastHandledSyncAt is written when the apply fails, too."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        requests = policy.Requests.of(release)
+        if result.outcome.reason.transient and requests.sync_pending:
+            result.status["lastHandledSyncAt"] = reconciler.second(requests.sync_at)
+        return result
+
+
+def _mark_handled_when(reasons: frozenset) -> None:
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        requests = policy.Requests.of(release)
+        automatic = result.policy is not None and result.policy.automatic
+        if result.outcome.reason in reasons and requests.sync_pending and not automatic:
+            result.status["lastHandledSyncAt"] = reconciler.second(requests.sync_at)
+        return result
+
+
+@mutant("hold-marks-the-request-handled", "SYNC-5.not-while-waiting", "SYNC-6.wait")
+def hold_marks_the_request_handled() -> None:
+    """A reconcile that holds (Pinned, waiting) records the pending request as handled."""
+    _mark_handled_when(api.HOLDS)
+
+
+@mutant("unappliable-request-dropped", "SYNC-6.failure")
+def unappliable_request_dropped() -> None:
+    """A request whose render fails the dry run (Unappliable) is recorded as handled: the
+    user must send a new one once the render is fixed."""
+    _mark_handled_when(frozenset({Reason.UNAPPLIABLE}))
+
+
+@mutant("failed-request-forgotten", "SYNC-6.transient-failure")
+def failed_request_forgotten() -> None:
+    """A request whose apply failed is remembered (in memory) as done and not tried again."""
+    failed: set[tuple[str, str]] = set()
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        meta = release["metadata"]
+        stamp = (meta.get("annotations") or {}).get(Annotation.SYNC_REQUESTED_AT, "")
+        key = (key_of(release), stamp)
+        if key in failed:
+            patched = {
+                **release,
+                "status": {**(release.get("status") or {}), "lastHandledSyncAt": stamp},
+            }
+            return original(self, patched)
+        result = original(self, release)
+        if result.outcome.reason.transient:
+            failed.add(key)
+        return result
+
+
+# -- SYNC-7 ------------------------------------------------------------------------------------
+@mutant("automatic-uses-last-handled", "SYNC-7.not-read")
+def automatic_uses_last_handled() -> None:
+    """Automatic mode applies only when sync-requested-at is later than lastHandledSyncAt."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        if result.policy.automatic and requests.sync_at and not requests.sync_pending:
+            return reconciler.Outcome(True, Reason.APPLIED, "already handled")
+        return original(self, release, result, requests, forced)
+
+
+@mutant("automatic-writes-last-handled", "SYNC-7.not-written")
+def automatic_writes_last_handled() -> None:
+    """Automatic mode records each /sync it applied in lastHandledSyncAt too."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        requests = policy.Requests.of(release)
+        automatic = result.policy is not None and result.policy.automatic
+        if automatic and result.outcome.applied and requests.sync_at:
+            result.status["lastHandledSyncAt"] = reconciler.second(requests.sync_at)
+        return result
+
+
+# -- SYNC-8 ------------------------------------------------------------------------------------
+def _drop_sync_for(*chosen: subresources.Subresource, methods: tuple[str, ...]) -> None:
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        if subresource in chosen and request.method in methods:
+            written.pop(Annotation.SYNC_REQUESTED_AT)
+        return written
+
+
+@mutant("pin-write-is-no-request", "SYNC-8.PUT-pin", "SYNC-8.DELETE-pin")
+def pin_write_is_no_request() -> None:
+    """A write to /pin stores the pin without setting sync-requested-at."""
+    _drop_sync_for(subresources.Subresource.PIN, methods=("PUT", "DELETE"))
+
+
+@mutant(
+    "mutations-write-is-no-request",
+    "TRIG-10.PUT-mutations",
+    "TRIG-10.PUT-lifecycle",
+    "SYNC-8.PUT-mutations",
+    "SYNC-8.PUT-lifecycle",
+)
+def mutations_write_is_no_request() -> None:
+    """A PUT of /mutations or /lifecycle stores its data without setting sync-requested-at."""
+    _drop_sync_for(
+        subresources.Subresource.MUTATIONS,
+        subresources.Subresource.LIFECYCLE,
+        methods=("PUT",),
+    )
+
+
+@mutant(
+    "delete-writes-no-request",
+    "SYNC-8.DELETE-pin",
+    "SYNC-8.DELETE-mutations",
+    "SYNC-8.DELETE-lifecycle",
+    "TRIG-10.DELETE-mutations",
+    "TRIG-10.DELETE-lifecycle",
+)
+def delete_writes_no_request() -> None:
+    """A DELETE of /pin, /mutations or /lifecycle removes the annotation only."""
+    _drop_sync_for(
+        subresources.Subresource.PIN,
+        subresources.Subresource.MUTATIONS,
+        subresources.Subresource.LIFECYCLE,
+        methods=("DELETE",),
+    )
+
+
+@mutant("lifecycle-write-is-no-request", "SYNC-8.PUT-lifecycle", "TRIG-10.PUT-lifecycle")
+def lifecycle_write_is_no_request() -> None:
+    """A PUT of /lifecycle stores the hooks without setting sync-requested-at."""
+    _drop_sync_for(subresources.Subresource.LIFECYCLE, methods=("PUT",))
+
+
+# -- SYNC-9 ------------------------------------------------------------------------------------
+@mutant("observer-never-syncs", "SYNC-9.wave", "SYNC-9.new-render", "SYNC-9.hooks")
+def observer_never_syncs() -> None:
+    """The observer never sends a /sync (waves, new healthy render, hook batches)."""
+    observer.Observer._request_sync = lambda self, release, why: None
+
+
+@mutant("wave-sync-to-the-first-release-only", "SYNC-9.wave")
+def wave_sync_to_the_first_release_only() -> None:
+    """A completed wave sends its /sync to the first Release of the next wave only."""
+
+    @wrap(waves, "next_wave")
+    def next_wave(original, release: Obj, others):
+        found = sorted(original(release, others), key=lambda o: o["metadata"]["name"])
+        return found[:1]
+
+
+@mutant("no-sync-for-a-healthy-render", "SYNC-9.new-render")
+def no_sync_for_a_healthy_render() -> None:
+    """Health assessment reaching a new render sends no /sync."""
+    observer.Observer._announce = lambda self, key, release, old, assessed: None
+
+
+@mutant("no-sync-for-a-hook-batch", "SYNC-9.hooks")
+def no_sync_for_a_hook_batch() -> None:
+    """A completed hook batch sends no /sync."""
+    observer.Observer._check_hooks = lambda self, key, release, target: None

@@ -1,0 +1,295 @@
+"""Mutants of the section "What starts a reconcile": TRIG-1..10."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from convoy import __main__ as entry
+from convoy import controller, policy, reconciler, waves
+from convoy.api import Annotation, ConditionType
+from convoy.durations import parse_duration
+from convoy.informer import EventType, object_key
+from mutants import mutant
+from mutants.patching import wrap
+
+Obj = dict[str, Any]
+
+
+def _annotation(obj: Obj | None, name: str) -> str | None:
+    return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(name)
+
+
+def _automatic(release: Obj) -> bool:
+    try:
+        return policy.SyncPolicy.of(release).automatic
+    except policy.SpecError:
+        return False
+
+
+# -- TRIG-1, TRIG-2 ----------------------------------------------------------------------------
+@mutant("create-ignored", "TRIG-1.automatic", "TRIG-1.manual")
+def create_ignored() -> None:
+    """Creating a Release starts no reconcile (only the initial list does)."""
+
+    @wrap(controller.Controller, "_on_release")
+    def on_release(original, self, event) -> None:
+        if event.type == "ADDED" and self.informer.wait_synced(0):
+            return
+        original(self, event)
+
+
+@mutant("create-reconciles-only-automatic", "TRIG-1.manual")
+def create_reconciles_only_automatic() -> None:
+    """A created manual Release is not reconciled: "it waits for /sync anyway"."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "created" and not _automatic(event.new) else found
+
+
+@mutant("generation-ignored", "TRIG-2.automatic", "TRIG-2.manual")
+def generation_ignored() -> None:
+    """A change of metadata.generation starts no reconcile."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "generation-changed" else found
+
+
+@mutant("generation-reconciles-only-automatic", "TRIG-2.manual")
+def generation_reconciles_only_automatic() -> None:
+    """A spec change of a manual Release starts no reconcile: "it waits for /sync anyway"."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "generation-changed" and not _automatic(event.new) else found
+
+
+# -- TRIG-3 ------------------------------------------------------------------------------------
+def _trigger_on(changed: Any) -> None:
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found or event.old is None or event.type != EventType.MODIFIED:
+            return found
+        return "metadata-changed" if changed(event.old, event.new) else None
+
+
+@mutant("any-annotation-triggers", "TRIG-3.label", "TRIG-3.other-annotation")
+def any_annotation_triggers() -> None:
+    """A change of any annotation or label starts a reconcile."""
+    _trigger_on(
+        lambda old, new: any(
+            old["metadata"].get(k) != new["metadata"].get(k) for k in ("annotations", "labels")
+        )
+    )
+
+
+@mutant("label-change-triggers", "TRIG-3.label")
+def label_change_triggers() -> None:
+    """A change of the labels starts a reconcile (a selector might now match)."""
+    _trigger_on(lambda old, new: old["metadata"].get("labels") != new["metadata"].get("labels"))
+
+
+@mutant("force-annotation-triggers", "TRIG-3.force-annotation")
+def force_annotation_triggers() -> None:
+    """A change of either request annotation starts a reconcile, sync-force-requested-at too."""
+    force = Annotation.SYNC_FORCE_REQUESTED_AT
+    _trigger_on(lambda old, new: _annotation(old, force) != _annotation(new, force))
+
+
+@mutant("pin-annotation-triggers", "TRIG-3.pin-annotation")
+def pin_annotation_triggers() -> None:
+    """A change of the pin annotation starts a reconcile, also when written directly."""
+    pin = Annotation.PIN
+    _trigger_on(lambda old, new: _annotation(old, pin) != _annotation(new, pin))
+
+
+# -- TRIG-4, TRIG-5, TRIG-6 --------------------------------------------------------------------
+@mutant("resync-ignored", "TRIG-4.flag")
+def resync_ignored() -> None:
+    """The informer resync starts no reconcile."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        return None if found == "resync" else found
+
+
+@mutant("resync-flag-ignored", "TRIG-4.flag")
+def resync_flag_ignored() -> None:
+    """--resync is parsed but not passed on: the informer always resyncs every 2 minutes."""
+
+    @wrap(controller.Controller, "__init__")
+    def init(original, self, api_client, *, resync: float, **kwargs) -> None:
+        original(self, api_client, resync=120.0, **kwargs)
+
+
+@mutant("default-resync-1m", "TRIG-4.default", phase="shipped")
+def default_resync_1m() -> None:
+    """Without --resync the resync period is 1 minute instead of 2."""
+
+    @wrap(entry, "parse_args")
+    def parse_args(original, argv=None):
+        args = original(argv)
+        given = argv if argv is not None else sys.argv[1:]
+        if not any(arg.startswith("--resync") for arg in given):
+            args.resync = parse_duration("1m")
+        return args
+
+
+@mutant("requeue-after-dropped", "TRIG-5.interval", "INT-1.period")
+def requeue_after_dropped() -> None:
+    """A scheduled requeue (the interval) never fires."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        if result.outcome.reason.transient:
+            return original(self, key, result)
+        self.queue.forget(key)
+        return "periodic requeue dropped"
+
+
+@mutant("inventory-ignored", "TRIG-6.new-health")
+def inventory_ignored() -> None:
+    """New health data in the ReleaseInventory starts no reconcile."""
+    controller.inventory_trigger = lambda event: None
+
+
+# -- TRIG-7 ------------------------------------------------------------------------------------
+@mutant("lower-waves-ignored", "TRIG-7.Healthy", "TRIG-7.Applied", "TRIG-7.every-higher-wave")
+def lower_waves_ignored() -> None:
+    """A lower wave's condition change starts no reconcile of the higher waves."""
+    controller.wave_trigger = lambda event: False
+
+
+def _wave_trigger_on(kind: ConditionType) -> None:
+    def trigger(event) -> bool:
+        if event.type != EventType.MODIFIED or event.old is None:
+            return False
+        return waves.condition_status(event.old, kind) != waves.condition_status(event.new, kind)
+
+    controller.wave_trigger = trigger
+
+
+@mutant("wave-trigger-on-healthy-only", "TRIG-7.Applied")
+def wave_trigger_on_healthy_only() -> None:
+    """Only a change of the lower wave's Healthy status reconciles the higher waves."""
+    _wave_trigger_on(ConditionType.HEALTHY)
+
+
+@mutant("wave-trigger-on-applied-only", "TRIG-7.Healthy")
+def wave_trigger_on_applied_only() -> None:
+    """Only a change of the lower wave's Applied status reconciles the higher waves."""
+    _wave_trigger_on(ConditionType.APPLIED)
+
+
+@mutant("only-the-next-wave-reconciled", "TRIG-7.every-higher-wave")
+def only_the_next_wave_reconciled() -> None:
+    """A lower wave's change reconciles the next wave only, not the waves above it."""
+    controller.higher_waves = waves.next_wave
+
+
+@mutant("every-other-wave-reconciled", "TRIG-7.not-lower-wave")
+def every_other_wave_reconciled() -> None:
+    """A change of any wave reconciles every other wave of the Cluster, lower ones too."""
+    controller.higher_waves = waves.same_cluster
+
+
+@mutant("wave-ignores-the-cluster-ref", "TRIG-7.not-other-cluster")
+def wave_ignores_the_cluster_ref() -> None:
+    """Releases of one namespace count as one Cluster whatever their clusterRef."""
+    waves.cluster_of = lambda release: (release["metadata"]["namespace"], "")
+
+
+@mutant("wave-ignores-the-namespace", "TRIG-7.not-other-namespace")
+def wave_ignores_the_namespace() -> None:
+    """Releases that name the same Cluster (or none) count as on one Cluster across
+    namespaces."""
+    waves.cluster_of = lambda release: (
+        "",
+        ((release.get("spec") or {}).get("clusterRef") or {}).get("name") or "",
+    )
+
+
+# -- TRIG-8 ------------------------------------------------------------------------------------
+@mutant("status-writes-enqueue", "TRIG-8.own-writes", "TRIG-8.any-writer")
+def status_writes_enqueue() -> None:
+    """Every update of a Release starts a reconcile, status writes included."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        return original(event) or ("status-or-metadata" if event.type == "MODIFIED" else None)
+
+
+@mutant("foreign-status-writes-repaired", "TRIG-8.any-writer")
+def foreign_status_writes_repaired() -> None:
+    """A status write that is not the controller's own (not what it wrote last) starts a
+    reconcile, to repair the status."""
+    written: dict[str, Obj] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_write_status")
+    def write_status(original, self, release: Obj, status: Obj) -> None:
+        with lock:
+            written[object_key(release)] = status
+        original(self, release, status)
+
+    @wrap(controller.Controller, "_on_release")
+    def on_release(original, self, event) -> None:
+        original(self, event)
+        if event.type != EventType.MODIFIED or event.old is None:
+            return
+        key, new = object_key(event.new), event.new.get("status") or {}
+        with lock:
+            own = written.get(key)
+        if new != (event.old.get("status") or {}) and own is not None and new != own:
+            conditions = {c["type"] for c in new.get("conditions") or []}
+            if conditions - {c["type"] for c in own.get("conditions") or []}:
+                self.enqueue(key, "status-repair")
+
+
+# -- TRIG-9, TRIG-10 ---------------------------------------------------------------------------
+@mutant("mutations-annotation-triggers", "TRIG-9.mutations", "TRIG-9.lifecycle")
+def mutations_annotation_triggers() -> None:
+    """A change of the mutations or lifecycle annotation through the main resource reconciles."""
+    watched = (Annotation.MUTATIONS, Annotation.LIFECYCLE)
+    _trigger_on(lambda old, new: any(_annotation(old, a) != _annotation(new, a) for a in watched))
+
+
+@mutant("lifecycle-annotation-triggers", "TRIG-9.lifecycle")
+def lifecycle_annotation_triggers() -> None:
+    """A change of the lifecycle annotation through the main resource reconciles."""
+    hooks = Annotation.LIFECYCLE
+    _trigger_on(lambda old, new: _annotation(old, hooks) != _annotation(new, hooks))
+
+
+@mutant("mutations-read-at-a-request-only", "TRIG-9.mutations")
+def mutations_read_at_a_request_only() -> None:
+    """The mutations are cached per Release and read again only at a /sync request: a change
+    written through the main resource is not used by the periodic reconcile."""
+    cached: dict[str, tuple[str | None, str | None]] = {}
+    lock = threading.Lock()
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        key = object_key(release)
+        requested = _annotation(release, Annotation.SYNC_REQUESTED_AT)
+        current = _annotation(release, Annotation.MUTATIONS)
+        with lock:
+            stamp, mutations = cached.get(key, (requested, current))
+            if stamp != requested:
+                stamp, mutations = requested, current
+            cached[key] = (stamp, mutations)
+        annotations = dict(release["metadata"].get("annotations") or {})
+        if mutations is None:
+            annotations.pop(Annotation.MUTATIONS, None)
+        else:
+            annotations[Annotation.MUTATIONS] = mutations
+        metadata = {**release["metadata"], "annotations": annotations}
+        return original(self, {**release, "metadata": metadata})
