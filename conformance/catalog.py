@@ -99,6 +99,10 @@ RULES: tuple[Rule, ...] = (
             "Without automatic (no syncPolicy, an empty one, or one with other fields "
             "only) the Release is in manual mode.",
         ),
+        (
+            "no-default",
+            "The field has no default: nothing writes one into spec, where it stays unset.",
+        ),
         ("false", "automatic: false is manual mode."),
         ("true", "automatic: true is automatic mode."),
         (

@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import logging
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from conformance import catalog, mutation, report
 from conformance.clusters import binaries
+from conformance.timing import LONG_RESYNC
 
 SUITE_DIR = Path(__file__).parent / "suite"
 
@@ -148,6 +150,39 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     return int(pytest.main([*paths, "-p", "no:cacheprovider", *live, *report, *extra]))
 
 
+def _certify(args: argparse.Namespace, extra: list[str]) -> int:
+    """A certifying run: the whole suite on the controller as shipped, then the long phase
+    (the controller restarted with a resync above the longest ladder), one report for both.
+
+    Each phase is a pytest process of its own; the second carries the first's results on.
+    """
+    report_dir = Path(args.report_dir)
+    shipped = report_dir / "phases" / "shipped"
+    phases = {
+        "shipped": [
+            *("-n", str(args.workers), "--dist", "worksteal"),
+            f"--report-dir={shipped}",
+        ],
+        "long": [
+            *("-n", str(args.long_workers)),
+            "--timing",
+            f"controller_resync={LONG_RESYNC:g}s",
+            f"--previous-phase={shipped / 'conformance-report.yaml'}",
+            f"--report-dir={report_dir}",
+        ],
+    }
+    for phase, options in phases.items():
+        started = time.monotonic()
+        argv = [sys.executable, "-m", "pytest", str(SUITE_DIR), "-p", "no:cacheprovider"]
+        argv += ["-m", report.PHASES[phase], f"--certify-phase={phase}", *options, *extra]
+        print(f"certify: phase {phase}: {' '.join(argv[3:])}", flush=True)
+        code = subprocess.run(argv, check=False).returncode
+        print(
+            f"certify: phase {phase} ended with code {code} in {time.monotonic() - started:.0f} s"
+        )
+    return _verify(argparse.Namespace(file=str(report_dir / "conformance-report.yaml")))
+
+
 def _verify(args: argparse.Namespace) -> int:
     problems = report.verify(Path(args.file))
     for problem in problems:
@@ -191,6 +226,16 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "run", help="run the conformance suite; other arguments go to pytest", add_help=False
     )
+    certify = commands.add_parser(
+        "certify",
+        help="a certifying run: both phases (the controller as shipped, then the long phase); "
+        "other arguments go to pytest",
+    )
+    certify.add_argument("--report-dir", default="reports", help="where the report goes")
+    certify.add_argument("--workers", type=int, default=8, help="xdist workers of phase 1")
+    certify.add_argument(
+        "--long-workers", type=int, default=3, help="xdist workers of the long phase"
+    )
     args, extra = parser.parse_known_args(argv)
     if args.command == "binaries":
         return _binaries(args)
@@ -200,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         return _verify(args)
     if args.command == "mutants":
         return _mutants(args, extra)
+    if args.command == "certify":
+        return _certify(args, extra)
     return _run(args, extra)
 
 

@@ -41,6 +41,19 @@ def label_selector(selector: Any) -> str:
     return ",".join(terms)
 
 
+def without_resync(args: list[str]) -> list[str]:
+    """`args` without --resync, written as one argument (--resync=2m) or two (--resync 2m)."""
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--resync":
+            skip = True
+        elif not arg.startswith("--resync="):
+            kept.append(arg)
+    return kept
+
+
 def rolled_out(deployment: Any) -> bool:
     """Every replica updated and available, and no pod of an older revision left."""
     wanted, status = deployment.spec.replicas, deployment.status
@@ -64,6 +77,8 @@ class DeploymentController:
     selector: str = ""
     #: time.monotonic() of the last start (0: started before the suite): the resync restarts
     started_at: float = 0.0
+    #: the controller container's args as the suite found them, when it changed them
+    found_args: list[str] | None = None
 
     @classmethod
     def named(cls, api: client.ApiClient, reference: str) -> DeploymentController:
@@ -106,11 +121,30 @@ class DeploymentController:
         self._wait_rolled_out()
         return self
 
+    def run_with_resync(self, seconds: float) -> None:
+        """Restart the controller with --resync=<seconds>, the flag the document names, in the
+        args of the Deployment's first container (the long phase of a certifying run). It is
+        stopped first, so that no pod with the old flags reconciles meanwhile."""
+        args = list(self._read().spec.template.spec.containers[0].args or [])
+        self.found_args = args
+        self.stop()
+        self._set_args([*without_resync(args), f"--resync={seconds:g}s"])
+        self.start()
+
     def restore(self) -> None:
-        """Scale back to the replicas found at attach, if a test left it otherwise: the suite
-        leaves the vendor's controller as it found it, also after a failed restart."""
+        """Scale back to the replicas found at attach, if a test left it otherwise, and put
+        back the args the suite found: the suite leaves the vendor's controller as it found it,
+        also after a failed restart."""
+        if self.found_args is not None:
+            self._set_args(self.found_args)
+            self.found_args = None
         if self.replicas and self._read().spec.replicas != self.replicas:
             self._scale(self.replicas)
+
+    def _set_args(self, args: list[str]) -> None:
+        # A list is sent as a JSON patch (application/json-patch+json).
+        patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": args}]
+        client.AppsV1Api(self.api).patch_namespaced_deployment(self.name, self.namespace, patch)
 
     def check(self) -> None:
         """A controller that is no longer available at the end of the run is an error."""

@@ -20,7 +20,7 @@ from kubernetes import client, dynamic
 from conformance.kube import read_or_none
 from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
-from conformance.witness import Attempt, Recorder
+from conformance.witness import Attempt, Recorder, WitnessTimeout
 
 GROUP = "convoy.kumodo.io"
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -175,6 +175,7 @@ class App:
             namespace=self.namespace,
             body=body,
             content_type="application/merge-patch+json",
+            field_manager=SUITE_MANAGER,  # so that the witness can tell the suite's writes
         ).to_dict()
 
     def annotate(self, annotations: dict[str, str | None]) -> Obj:
@@ -362,6 +363,43 @@ class App:
         return self.releases.recorder.quiet(
             seconds, since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
         )
+
+    def reconcile_time(self, since: float) -> float:
+        """How long the reconcile that an event at `since` started took, as the witness saw
+        it: up to the status write that ended it (or its last apply attempt, if it wrote
+        none). Timing tests add it to their bands: it is the controller's own time, which
+        every measured period and delay includes once."""
+        recorder, timing = self.releases.recorder, self.releases.timing
+        try:
+            written = recorder.wait_for(
+                since=since,
+                kind="Release",
+                name=self.name,
+                subresource="status",
+                where=not_by_suite,
+                timeout=timing.reconcile,
+            )
+        except WitnessTimeout:
+            seen = self.attempts(since=since)
+            return seen[-1].at - since if seen else 0.0
+        return written[0].at - since
+
+    def is_trace(self, attempt: Attempt) -> bool:
+        """Is `attempt` something a reconcile of this Release leaves with the witness: an
+        apply or dry run of its rendered object, or a write of its status by the controller?"""
+        if not not_by_suite(attempt):
+            return False
+        rendered = attempt.name == self.object_name and attempt.subresource == ""
+        status = (attempt.kind.kind, attempt.name, attempt.subresource) == (
+            "Release",
+            self.name,
+            "status",
+        )
+        return rendered or status
+
+    def traces(self, *, since: float) -> list[Attempt]:
+        """The traces of reconciles of this Release since `since` (see `is_trace`)."""
+        return self.releases.recorder.attempts(since=since, subresource=None, where=self.is_trace)
 
     def deny_applies(self, times: int | None = None) -> None:
         """Make the next apply attempts fail (not the dry runs): DeployFailed on demand."""

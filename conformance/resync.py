@@ -91,6 +91,11 @@ class ResyncClock:
             return None
         return found[0].at
 
+    def longest_slot(self) -> float:
+        """The longest quiet period that fits between two ticks: a slot of it starts right
+        after a tick's burst has settled."""
+        return self.period - self._timing.slack(0) - self.settle - 0.1
+
     def quiet_slot(self, length: float) -> None:
         """Return when a period of `length` seconds free of resync ticks starts now."""
         guard = self._timing.slack(0)  # timer jitter and reconcile time around the tick

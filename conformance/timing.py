@@ -64,7 +64,7 @@ class Timing:
         0.5,
         1.0,
         "how much later than the document's delay or period a measured one may come, in "
-        "seconds (the controller's own reconcile time)",
+        "seconds, beyond the controller's own reconcile time (measured in each test)",
     )
     ratio: float = _field(0.02, 0.05, "relative slack on a measured delay or period, on both sides")
     settle: float = _field(
@@ -89,24 +89,25 @@ class Timing:
         """A quiet period long enough to see each of `periods` pass three times."""
         return max([self.quiet, *(3 * period for period in periods)])
 
-    def slack(self, expected: float) -> float:
-        """How much later than `expected` seconds a measured delay or period may come."""
-        return self.late + self.ratio * expected
+    def slack(self, expected: float, latency: float = 0.0) -> float:
+        """How much later than `expected` seconds a measured delay or period may come: timer
+        and load jitter, and `latency`, the controller's own reconcile time as measured."""
+        return self.late + latency + self.ratio * expected
 
     def lead(self, expected: float) -> float:
         """How much sooner than `expected` seconds a measured delay or period may come."""
         return self.early + self.ratio * expected
 
-    def band(self, expected: float) -> tuple[float, float]:
+    def band(self, expected: float, latency: float = 0.0) -> tuple[float, float]:
         """The measured values accepted for a delay or period of `expected` seconds."""
-        return expected - self.lead(expected), expected + self.slack(expected)
+        return expected - self.lead(expected), expected + self.slack(expected, latency)
 
-    def fits(self, measured: float, expected: float) -> bool:
-        low, high = self.band(expected)
+    def fits(self, measured: float, expected: float, latency: float = 0.0) -> bool:
+        low, high = self.band(expected, latency)
         return low <= measured <= high
 
-    def band_text(self, expected: float) -> str:
-        low, high = self.band(expected)
+    def band_text(self, expected: float, latency: float = 0.0) -> str:
+        low, high = self.band(expected, latency)
         return f"{low:.3f}..{high:.3f} s"
 
     def beyond_maximum(self, *, long_phase: bool = False) -> list[str]:

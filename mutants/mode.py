@@ -6,6 +6,7 @@ import dataclasses
 import threading
 from typing import Any
 
+from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from convoy import api, apply, policy, reconciler
@@ -29,6 +30,27 @@ def unset_automatic_is_automatic() -> None:
         read = original(release)
         spec = (release.get("spec") or {}).get("syncPolicy") or {}
         return read if "automatic" in spec else _with_mode(read, True)
+
+
+@mutant("automatic-defaulted-into-spec", "MODE-1.no-default")
+def automatic_defaulted_into_spec() -> None:
+    """The controller writes automatic: false into a spec that does not set it (defaulting
+    through the main resource)."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        spec = release.get("spec") or {}
+        if "automatic" not in (spec.get("syncPolicy") or {}):
+            meta = release["metadata"]
+            resources = dynamic.DynamicClient(self._core.api_client).resources
+            releases = resources.get(api_version=api.API_VERSION, kind="Release")
+            releases.patch(
+                namespace=meta["namespace"],
+                name=meta["name"],
+                body={"spec": {"syncPolicy": {"automatic": False}}},
+                content_type="application/merge-patch+json",
+            )
+        return original(self, release)
 
 
 @mutant("automatic-present-means-true", "MODE-1.false")
@@ -118,24 +140,38 @@ def apply_without_force() -> None:
 @mutant("deleted-objects-stay-deleted", "AUTO-2.deleted")
 def deleted_objects_stay_deleted() -> None:
     """An object the Release applied before and that is gone from the target is taken as
-    deleted on purpose: the apply leaves it out."""
+    deleted on purpose: the applies leave it out from then on (remembered in memory)."""
+    deleted: set[tuple[str, str, str]] = set()
+    lock, reconciling = threading.Lock(), threading.local()
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        reconciling.key = key_of(release)
+        return original(self, release)
 
     @wrap(reconciler.Reconciler, "_apply")
     def apply_present(original, self, target, status: Obj, current) -> None:
+        key = reconciling.key
         before = {(r["kind"], r["name"]) for r in status.get("appliedObjects") or []}
 
-        def present(obj: Obj) -> bool:
-            if (obj["kind"], obj["metadata"]["name"]) not in before:
-                return True
-            resource = target.resource(obj["apiVersion"], obj["kind"])
+        def wanted(obj: Obj) -> bool:
             meta = obj["metadata"]
+            identity = (key, obj["kind"], meta["name"])
+            with lock:
+                if identity in deleted:
+                    return False
+            if (obj["kind"], meta["name"]) not in before:
+                return True
             try:
+                resource = target.resource(obj["apiVersion"], obj["kind"])
                 resource.get(name=meta["name"], namespace=meta.get("namespace"))
             except NotFoundError:
+                with lock:
+                    deleted.add(identity)
                 return False
             return True
 
-        kept = tuple(obj for obj in current.objects if present(obj))
+        kept = tuple(obj for obj in current.objects if wanted(obj))
         original(self, target, status, dataclasses.replace(current, objects=kept))
 
 

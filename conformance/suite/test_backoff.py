@@ -60,11 +60,16 @@ class Ladder:
     resync_clock: ResyncClock
     #: the witness's time of the last attempt the last climb saw
     last_attempt: float = 0.0
+    #: the controller's own reconcile time, measured at the Release's first apply
+    latency: float = 0.0
 
     def reserve(self, *ladders: Sequence[float]) -> None:
-        """Wait for a resync-free slot long enough for `ladders`, climbed one after the other."""
+        """Wait for a resync-free slot long enough for `ladders`, climbed one after the other
+        (each retry takes a reconcile time on top of its delay)."""
         total = sum(sum(ladder) for ladder in ladders)
-        self.resync_clock.quiet_slot(total + self.timing.slack(total))
+        retries = sum(len(ladder) + 1 for ladder in ladders)
+        own = retries * self.latency
+        self.resync_clock.quiet_slot(total + own + self.timing.slack(total))
 
     def climb(
         self,
@@ -88,7 +93,7 @@ class Ladder:
         start()
         times = [self.app.wait_attempts(since=since)[0].at]
         for delay in expected:
-            limit = delay + self.timing.slack(delay)
+            limit = delay + self.timing.slack(delay, self.latency)
             try:
                 attempts = self.app.wait_attempts(
                     len(times) + 1,
@@ -113,18 +118,20 @@ class Ladder:
         """A quiet period through the retry that was due `delay` after the last attempt, so
         that it cannot fall into the next ladder: a hold applies nothing meanwhile."""
         recorder = self.app.releases.recorder
-        end = self.last_attempt + delay + self.timing.slack(delay)
+        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
         seen = self.app.quiet(max(end - recorder.mark(), 0.0), since=recorder.mark())
         assert seen == [], f"applied or dry-ran during a hold: {[a.describe() for a in seen]}"
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
+        latency = self.latency
         return len(gaps) == len(expected) and all(
-            self.timing.fits(gap, delay) for gap, delay in zip(gaps, expected, strict=True)
+            self.timing.fits(gap, delay, latency) for gap, delay in zip(gaps, expected, strict=True)
         )
 
     def table(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
+        latency = self.latency
         rows = [
-            f"{what}; retryBackoff {self.retry_backoff or 'unset'}",
+            f"{what}; retryBackoff {self.retry_backoff or 'unset'}; reconcile time {latency:.3f} s",
             f"{'retry':>5} {'expected':>10} {'measured':>10} {'accepted':>20}",
         ]
         for number, (delay, gap) in enumerate(zip_longest(expected, gaps), 1):
@@ -132,8 +139,8 @@ class Ladder:
                 measured, verdict = "-", "MISSING"
             else:
                 measured = f"{gap:.3f} s"
-                verdict = "ok" if self.timing.fits(gap, delay) else "OFF"
-            band = self.timing.band_text(delay)
+                verdict = "ok" if self.timing.fits(gap, delay, latency) else "OFF"
+            band = self.timing.band_text(delay, latency)
             rows.append(f"{number:>5} {delay:>8.3f} s {measured:>10} {band:>20}  {verdict}")
         return "\n".join(rows)
 
@@ -158,11 +165,14 @@ def release_with(
         policy: dict[str, Any] = {"automatic": True} if automatic else {}
         if retry_backoff is not None:
             policy["retryBackoff"] = retry_backoff
+        since = releases.recorder.mark()
         app = releases.app(name, sync_policy=policy)
         if not automatic:
+            since = releases.recorder.mark()
             app.request_sync()
         app.wait_applied("True", "Applied")
-        return Ladder(app, retry_backoff, timing, resync_clock)
+        latency = app.reconcile_time(since)
+        return Ladder(app, retry_backoff, timing, resync_clock, latency=latency)
 
     return make
 

@@ -183,7 +183,7 @@ def test_a_request_to_one_release_applies_nothing_of_its_neighbour(
     handled = last_handled(neighbour)
     for app in (web, neighbour):
         app.set_content("v2")
-    neighbour.wait_applied("False", "WaitingForSync", timeout=INTERVAL + timing.slack(INTERVAL))
+    neighbour.wait_applied("False", "WaitingForSync")
     web.request_sync(at=web.next_pending_time())
     web.wait_content("v2")
     neighbour.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
@@ -239,7 +239,7 @@ def test_a_request_whose_dry_run_fails_is_applied_when_a_periodic_reconcile_can(
         timing.quiet_for(INTERVAL),
     )
     app.set_content("v1")  # the render passes the dry run now; no event
-    app.wait_applied("True", "Applied", timeout=INTERVAL + timing.slack(INTERVAL))
+    app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
 
 
@@ -256,7 +256,7 @@ def test_a_request_held_by_a_pin_is_applied_when_a_periodic_reconcile_can(
         timing.quiet_for(INTERVAL),
     )
     app.annotate({PIN: None})  # through the main resource: starts no reconcile
-    app.wait_applied("True", "Applied", timeout=INTERVAL + timing.slack(INTERVAL))
+    app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
 
 

@@ -286,8 +286,11 @@ def test_a_lower_wave_health_change_reconciles_every_higher_wave_of_its_cluster_
     assert condition_status(middle.get()) == "True", "wave 1 changed: the test is void"
     other.quiet(timing.quiet, since=since)  # the quiet period, for both
     for app in (other, away):
-        seen = app.attempts(since=since)
-        assert seen == [], f"a change on another Cluster reconciled {app.namespace}/{app.name}"
+        seen = app.traces(since=since)
+        assert seen == [], (
+            f"a change on another Cluster reconciled {app.namespace}/{app.name}: "
+            f"{[attempt.describe() for attempt in seen]}"
+        )
 
 
 @pytest.mark.clause("TRIG-7.Applied")
