@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument(
         "--workers",
         type=int,
-        default=4,
+        default=2,
         help="xdist workers of the runs of the whole suite (the baseline and the variants)",
     )
     mutants.add_argument("--workdir", default="reports/mutants", help="logs and JUnit files")

@@ -16,7 +16,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +52,10 @@ class Outcome:
     @property
     def as_expected(self) -> bool:
         return self.clean if self.must_pass else self.killed
+
+
+#: The name of the run of the whole suite against the reference controller.
+BASELINE = "baseline"
 
 
 def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
@@ -140,16 +144,16 @@ class Job:
 def jobs(
     mutants: list[Mutant], suite_dir: Path, tests_by_clause: dict[str, list[str]], workers: int
 ) -> list[Job]:
-    """A mutant runs the tests of its clauses and stops at the first failure (a kill); a
-    benign variant runs the whole suite, like the baseline, and must pass it."""
+    """The baseline and each benign variant run the whole suite and must pass it; a mutant
+    runs the tests of its clauses and stops at the first failure (a kill). Longest first, so
+    that the runs at a time stay busy to the end."""
     whole = ["-n", str(workers), "--dist", "worksteal"]
-    found = []
-    for mutant in mutants:
-        if mutant.benign:
-            found.append(Job(mutant.name, [str(suite_dir)], mutant, whole))
-        else:
-            tests = selection(mutant.clauses, tests_by_clause)
-            found.append(Job(mutant.name, tests, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
+    found = [Job(BASELINE, [str(suite_dir)], None, whole)]
+    found += [Job(m.name, [str(suite_dir)], m, whole) for m in mutants if m.benign]
+    chosen = [m for m in mutants if not m.benign]
+    for mutant in sorted(chosen, key=lambda m: m.phase is None):
+        tests = selection(mutant.clauses, tests_by_clause)
+        found.append(Job(mutant.name, tests, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
     return found
 
 
@@ -162,13 +166,10 @@ def kill_run(
     workers: int,
     progress: Callable[[Outcome], None],
 ) -> tuple[Outcome, list[Outcome]]:
-    """Run the baseline (the whole suite on the reference controller), then every mutant and
-    variant (`parallel` runs at a time); return all outcomes."""
+    """Run the baseline (the whole suite on the reference controller), every variant and every
+    mutant, `parallel` runs at a time; return the baseline's outcome and the others'."""
     with contextlib.redirect_stdout(io.StringIO()):
         tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
-    whole = ["-n", str(workers), "--dist", "worksteal"]
-    baseline = run_selection("baseline", [str(suite_dir)], None, workdir, [*pytest_args, *whole])
-    progress(baseline)
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [
             pool.submit(
@@ -182,7 +183,9 @@ def kill_run(
             for job in jobs(mutants, suite_dir, tests_by_clause, workers)
         ]
         outcomes = []
-        for future in futures:
+        for future in as_completed(futures):
             outcomes.append(future.result())
             progress(outcomes[-1])
-    return baseline, outcomes
+    baseline = next(o for o in outcomes if o.name == BASELINE)
+    order = {m.name: n for n, m in enumerate(mutants)}
+    return baseline, sorted((o for o in outcomes if o is not baseline), key=lambda o: order[o.name])

@@ -53,6 +53,16 @@ class TestResult:
     message: str = ""
     phase: str | None = None
 
+    def entry(self) -> dict[str, Any]:
+        """As the report lists it, so that a later phase can carry it on."""
+        return {
+            "name": self.nodeid,
+            "clauses": self.clauses,
+            "result": self.state,
+            "phase": self.phase,
+            **({"message": self.message} if self.message else {}),
+        }
+
 
 class ReportPlugin:
     """Collects results (also from xdist workers) and writes the report at the end."""
@@ -138,7 +148,7 @@ class ReportPlugin:
                 for state in STATES
             },
             "rules": rules,
-            "tests": [dataclasses.asdict(r) | {"name": r.nodeid} for r in results],
+            "tests": [r.entry() for r in results],
         }
 
     def phase_entry(self, timing: Timing) -> dict[str, Any]:

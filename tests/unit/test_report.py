@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from conformance import catalog, report
+from conformance.timing import LONG_RESYNC
 
 METADATA = [f"--implementation-{f}=x" for f in report.IMPLEMENTATION_FIELDS]
 
@@ -140,3 +141,54 @@ def test_verify_names_what_keeps_a_report_from_certifying(tmp_path: Path, change
     path = tmp_path / "report.yaml"
     path.write_text(yaml.safe_dump(edited))
     assert any(problem in p for p in report.verify(path)), report.verify(path)
+
+
+def every_clause_passing() -> str:
+    """A suite with one passing test per clause; the certifying-only ones are long tests."""
+    lines = ["import pytest", ""]
+    for number, clause in enumerate(catalog.CLAUSES.values()):
+        if clause.certifying_only == catalog.LONG_PHASE:
+            lines.append("@pytest.mark.long")
+        lines += [f'@pytest.mark.clause("{clause.id}")', f"def test_{number}():", "    pass", ""]
+    return "\n".join(lines)
+
+
+def run_phase(pytester: pytest.Pytester, phase: str, out: str, *args: str) -> dict:
+    pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        report.PHASES[phase],
+        f"--certify-phase={phase}",
+        f"--report-dir={out}",
+        *METADATA,
+        *args,
+    )
+    return yaml.safe_load((pytester.path / out / "conformance-report.yaml").read_text())
+
+
+def test_the_two_phases_of_a_certifying_run_make_one_report_that_certifies(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(every_clause_passing())
+    first = run_phase(pytester, "shipped", "shipped")
+    assert first["certifying"] is False
+    assert any("only the shipped phase" in r for r in first["nonCertifyingReasons"])
+    both = run_phase(
+        pytester,
+        "long",
+        "out",
+        "--previous-phase=shipped/conformance-report.yaml",
+        "--timing",
+        f"controller_resync={LONG_RESYNC:g}",
+    )
+    assert both["nonCertifyingReasons"] == []
+    assert [p["name"] for p in both["phases"]] == ["shipped", "long"]
+    assert report.verify(pytester.path / "out" / "conformance-report.yaml") == []
+
+
+def test_a_long_phase_without_the_shipped_one_does_not_certify(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(every_clause_passing())
+    alone = run_phase(pytester, "long", "out", "--timing", f"controller_resync={LONG_RESYNC:g}")
+    assert any("must follow the phases ['shipped']" in r for r in alone["nonCertifyingReasons"])
+    assert alone["certifying"] is False
