@@ -204,6 +204,11 @@ RULES: tuple[Rule, ...] = (
         ("later", "A change to a later time starts a reconcile."),
         ("earlier", "A change to an earlier time starts a reconcile."),
         ("removed", "Removing the annotation starts a reconcile."),
+        (
+            "while-reconciling",
+            "A change that comes while the Release is being reconciled starts another "
+            "reconcile after that one.",
+        ),
     ),
     rule(
         "SYNC-3",
@@ -569,6 +574,7 @@ RULES: tuple[Rule, ...] = (
         ("success", "After a success the next failure waits the first delay again."),
         ("hold-WaitingForSync", "After a WaitingForSync hold the count starts again."),
         ("hold-Pinned", "After a Pinned hold the count starts again."),
+        ("hold-WaitingForHooks", "After a WaitingForHooks hold the count starts again."),
     ),
     rule(
         "BACK-5",

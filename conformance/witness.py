@@ -61,6 +61,8 @@ WAIT_TIMEOUT = 30.0
 PROBE_STEP = 0.1
 #: What the API server waits for an answer; the witness answers in milliseconds.
 WEBHOOK_TIMEOUT_SECONDS = 5
+#: The longest a gate holds an answer: well inside the API server's patience.
+HOLD_LIMIT = WEBHOOK_TIMEOUT_SECONDS - 2.0
 #: Bounds the TLS handshake and the request read of one connection, so that a stuck client
 #: cannot keep a server thread forever.
 CONNECTION_TIMEOUT = 10.0
@@ -169,6 +171,31 @@ class _DenyRule:
     code: int
 
 
+class Gate:
+    """Holds the answer to matching attempts until the test opens it, so that a test can act
+    while a controller's reconcile is blocked in that call. Never longer than HOLD_LIMIT: the
+    API server gives up on the webhook after WEBHOOK_TIMEOUT_SECONDS."""
+
+    def __init__(self, match: Match, times: int) -> None:
+        self.match = match
+        self.remaining = times
+        self._entered = threading.Event()
+        self._opened = threading.Event()
+
+    def hold(self) -> None:
+        """In the server's thread of the held request: wait until opened (or the limit)."""
+        self._entered.set()
+        self._opened.wait(HOLD_LIMIT)
+
+    def wait_entered(self, timeout: float) -> None:
+        """Wait until an attempt is held at the gate."""
+        if not self._entered.wait(timeout):
+            raise WitnessTimeout(f"no attempt matching {self.match.describe()} reached the gate")
+
+    def open(self) -> None:
+        self._opened.set()
+
+
 class Recorder:
     """The attempts in one namespace, and the deny rules a test set for them. Thread-safe."""
 
@@ -178,6 +205,7 @@ class Recorder:
         self._changed = threading.Condition()
         self._attempts: list[Attempt] = []
         self._rules: list[_DenyRule] = []
+        self._gates: list[Gate] = []
         self._live = threading.Event()
         self._closed = False
 
@@ -194,9 +222,16 @@ class Recorder:
             if rule is not None:
                 attempt = dataclasses.replace(attempt, denied=True)
                 self._spend(rule)
+            gate = next((g for g in self._gates if g.match(attempt)), None)
+            if gate is not None:
+                gate.remaining -= 1
+                if gate.remaining == 0:
+                    self._gates.remove(gate)
             self._attempts.append(attempt)
             self._changed.notify_all()
         log.debug("witness %s: %s", self.namespace, attempt.describe())
+        if gate is not None:
+            gate.hold()
         return _response(request["uid"], rule)
 
     def _spend(self, rule: _DenyRule) -> None:
@@ -289,13 +324,24 @@ class Recorder:
         with self._changed:
             self._rules.append(_DenyRule(Match(**filters), times, text, code))
 
+    def gate(self, *, times: int = 1, **filters: Any) -> Gate:
+        """Hold the answer to the next `times` matching attempts until the gate is opened."""
+        gate = Gate(Match(**filters), times)
+        with self._changed:
+            self._gates.append(gate)
+        return gate
+
     def allow_all(self) -> None:
         with self._changed:
             self._rules.clear()
+            gates, self._gates = self._gates, []
+        for gate in gates:
+            gate.open()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         """Unregister the webhook of this namespace (idempotent); the record stays readable."""
+        self.allow_all()  # nothing stays held or refused for a test that is over
         if not self._closed:
             self._closed = True
             self._on_close()

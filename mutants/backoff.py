@@ -156,6 +156,12 @@ def waiting_for_sync_keeps_count() -> None:
     _not_a_hold(Reason.WAITING_FOR_SYNC)
 
 
+@mutant("WaitingForHooks-keeps-count", "BACK-4.hold-WaitingForHooks")
+def waiting_for_hooks_keeps_count() -> None:
+    """WaitingForHooks is left out of the holds: it does not reset the failure count."""
+    _not_a_hold(Reason.WAITING_FOR_HOOKS)
+
+
 @mutant("Pinned-keeps-count", "BACK-4.hold-Pinned")
 def pinned_keeps_count() -> None:
     """Pinned is left out of the holds: it does not reset the failure count."""

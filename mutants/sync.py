@@ -6,7 +6,17 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from convoy import api, controller, observer, policy, reconciler, subresources, synctime, waves
+from convoy import (
+    api,
+    controller,
+    observer,
+    policy,
+    reconciler,
+    subresources,
+    synctime,
+    waves,
+    workqueue,
+)
 from convoy.api import Annotation, Reason
 from mutants import mutant
 from mutants.patching import key_of, wrap
@@ -101,6 +111,20 @@ def sync_trigger_needs_a_value() -> None:
     def trigger(original, event):
         found = original(event)
         return None if found == "sync-requested" and not _sync_at(event.new) else found
+
+
+@mutant("adds-during-a-reconcile-dropped", "SYNC-2.while-reconciling")
+def adds_during_a_reconcile_dropped() -> None:
+    """The work queue drops an add of an item that is being processed, instead of queueing it
+    again when that processing is done."""
+    original = workqueue.WorkQueue._add_locked
+
+    def add_locked(self, item) -> None:
+        if item in self._processing:
+            return
+        original(self, item)
+
+    workqueue.WorkQueue._add_locked = add_locked
 
 
 # -- SYNC-3, SYNC-4 ----------------------------------------------------------------------------
@@ -212,6 +236,41 @@ def handled_at_the_apply_time() -> None:
         if result.status.get("lastHandledSyncAt") not in (None, previous):
             result.status["lastHandledSyncAt"] = synctime.format_sync_time(self._clock.wall())
         return result
+
+
+def _handle_pending(release: Obj, status: Obj) -> None:
+    """Record `release`'s pending manual request as handled in `status`."""
+    requests = policy.Requests.of(release)
+    if not policy.SyncPolicy.of(release).automatic and requests.sync_pending:
+        status["lastHandledSyncAt"] = reconciler.second(requests.sync_at)
+
+
+@mutant("handled-before-the-prune", "SYNC-5.not-on-failure")
+def handled_before_the_prune() -> None:
+    """lastHandledSyncAt is written once the apply succeeded, before the prune, which may
+    still fail."""
+    reconciling = threading.local()
+
+    @wrap(reconciler.Reconciler, "_remembered_apply")
+    def remembered_apply(original, self, release: Obj, target, result, current) -> None:
+        reconciling.release, reconciling.status = release, result.status
+        original(self, release, target, result, current)
+
+    @wrap(reconciler.apply, "prune")
+    def prune(original, target, previous, current):
+        _handle_pending(reconciling.release, reconciling.status)
+        return original(target, previous, current)
+
+
+@mutant("handled-once-applied", "SYNC-5.not-while-waiting")
+def handled_once_applied() -> None:
+    """lastHandledSyncAt is written as soon as the render is applied, before the postApply
+    hooks and the wait for health that finish the sync."""
+
+    @wrap(reconciler.Reconciler, "_remembered_apply")
+    def remembered_apply(original, self, release: Obj, target, result, current) -> None:
+        original(self, release, target, result, current)
+        _handle_pending(release, result.status)
 
 
 @mutant("handled-on-failure", "SYNC-5.not-on-failure")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance import subresources
+from conformance import subresources, widgets
 from conformance.controllers import ControllerUnderTest
 from conformance.marks import case
 from conformance.releases import NO_RENDER, App, Releases, parse_time
@@ -116,11 +116,13 @@ class Ladder:
 
     def outlast(self, delay: float) -> None:
         """A quiet period through the retry that was due `delay` after the last attempt, so
-        that it cannot fall into the next ladder: a hold applies nothing meanwhile."""
+        that it cannot fall into the next ladder: a hold applies nothing meanwhile (a wait for
+        hooks comes after the dry run, so a dry run may come)."""
         recorder = self.app.releases.recorder
         end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
-        seen = self.app.quiet(max(end - recorder.mark(), 0.0), since=recorder.mark())
-        assert seen == [], f"applied or dry-ran during a hold: {[a.describe() for a in seen]}"
+        quiet = max(end - recorder.mark(), 0.0)
+        seen = self.app.quiet(quiet, since=recorder.mark(), dry_run=False)
+        assert seen == [], f"applied during a hold: {[a.describe() for a in seen]}"
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
         latency = self.latency
@@ -365,19 +367,33 @@ def test_a_waiting_for_sync_hold_resets_the_failure_count(
     ladder.climb([1, 2], lambda: app.request_sync(at=later), what="a new /sync after the hold")
 
 
-@pytest.mark.clause("BACK-4.hold-Pinned")
-def test_a_pinned_hold_resets_the_failure_count(release_with: Callable[..., Ladder]) -> None:
-    """An automatic Release fails three times, is pinned to a render it does not have (a
-    hold), and is unpinned: its next failure waits the first delay again."""
+#: Holds made and ended through a subresource (each write is also a /sync): what to PUT, the
+#: reason of the hold; the DELETE ends it.
+HOLDS = {
+    "Pinned": ("pin", {"renderRef": NO_RENDER}),
+    "WaitingForHooks": ("lifecycle", {"preApply": [[widgets.widget("migrate")]]}),
+}
+
+
+@pytest.mark.parametrize(
+    "hold", [case(reason, reason, f"BACK-4.hold-{reason}") for reason in HOLDS]
+)
+def test_a_pinned_or_waiting_hold_resets_the_failure_count(
+    release_with: Callable[..., Ladder], hold: str
+) -> None:
+    """An automatic Release fails three times, then holds: pinned to a render it does not
+    have, or waiting for a hook that never turns Healthy. The hold ends: its next failure
+    waits the first delay again."""
+    subresource, body = HOLDS[hold]
     ladder = release_with({"initial": "1s", "factor": 2})
     app = ladder.app
     ladder.reserve([1, 2, 4], [1, 2])
     ladder.climb([1, 2], app.request_sync, what="3 failures")
-    subresources.put(app, "pin", {"renderRef": NO_RENDER})
-    app.wait_applied("False", "Pinned")
+    subresources.put(app, subresource, body)
+    app.wait_applied("False", hold)
     ladder.outlast(4)
     # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
-    ladder.climb([1, 2], lambda: subresources.delete(app, "pin"), what="unpinned after the hold")
+    ladder.climb([1, 2], lambda: subresources.delete(app, subresource), what=f"after {hold}")
 
 
 @pytest.mark.clause("BACK-5.restart")

@@ -212,23 +212,24 @@ def wait_phase(app: App, phase: str, timeout: float | None = None) -> dict:
 def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
     releases: Releases, timing: Timing, ended: str
 ) -> None:
-    timeout = 2.0
+    """A rollout that is to succeed gets a healthTimeout far longer than any health loop's
+    period; one that is to fail or roll back, a short one."""
+    short, long = "2s", f"{timing.reconcile:g}s"
+    failure = {"action": "Rollback" if ended == "RolledBack" else "Halt"}
     app = releases.app(
         "web",
         sync_policy=AUTOMATIC,
         extra=[widgets.widget("worker")],
-        failurePolicy={
-            "healthTimeout": f"{timeout:g}s",
-            "action": "Rollback" if ended == "RolledBack" else "Halt",
-        },
+        failurePolicy={**failure, "healthTimeout": short if ended == "Failed" else long},
     )
     if ended != "Failed":  # a successful render first: the rollout to end, or to roll back to
         widgets.set_health(app, "worker", "Healthy")
         wait_phase(app, "Succeeded")
-    if ended == "RolledBack":
+    if ended == "RolledBack":  # a new render that never turns Healthy, with the short timeout
+        app.patch({"spec": {"failurePolicy": {**failure, "healthTimeout": short}}})
         app.set_content("v2", extra=[widgets.widget("worker", version=2)])
         app.request_sync()
-    last = wait_phase(app, ended, timeout=timeout + timing.slack(timeout) + timing.reconcile)
+    last = wait_phase(app, ended, timeout=2 + timing.slack(2) + timing.reconcile)
     if ended == "Succeeded":  # so that the new rollout cannot succeed at once
         widgets.set_health(app, "worker", "Progressing")
         app.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")

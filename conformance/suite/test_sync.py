@@ -12,6 +12,7 @@ from conformance.clusters.base import Cluster
 from conformance.marks import case
 from conformance.releases import (
     GROUP,
+    LIFECYCLE,
     NO_RENDER,
     PIN,
     SYNC_FORCE_REQUESTED_AT,
@@ -24,6 +25,7 @@ from conformance.releases import (
 )
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
+from conformance.witness import witness_deletes
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases that a test watches over a quiet period are reconciled every second.
@@ -114,6 +116,23 @@ def test_a_change_of_sync_requested_at_starts_a_reconcile(releases: Releases, ch
     app.annotate({SYNC_REQUESTED_AT: CHANGES[change]()})
     attempt = app.wait_attempts(since=since)[0]
     print(f"{change}: apply attempt {attempt.at - since:.3f} s after the annotation changed")
+
+
+@pytest.mark.clause("SYNC-2.while-reconciling")
+def test_a_change_during_a_reconcile_starts_another_one_after_it(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The witness holds the apply of a first request at a gate, so that its reconcile is
+    under way when a second request is written: the second is handled after the first."""
+    app = releases.app("web")
+    app.wait_applied("False", "WaitingForSync")
+    resync_clock.quiet_slot(timing.reconcile + timing.settle)  # no resync may do it instead
+    gate = app.releases.recorder.gate(name=app.object_name, dry_run=False)
+    app.request_sync(at=ago(3))
+    gate.wait_entered(timing.reconcile)
+    second = parse_time(app.request_sync(at=ago(1)))
+    gate.open()
+    wait_handled(app, second)
 
 
 # -- SYNC-3 and SYNC-4: which requests are pending -------------------------------------------
@@ -219,6 +238,50 @@ def test_a_failed_apply_leaves_the_request_pending_and_the_retry_applies_it(
     app.releases.recorder.allow_all()  # no new request: only a retry can apply now
     app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
+
+
+@pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.transient-failure")
+def test_a_request_whose_prune_fails_stays_pending_until_the_prune_succeeds(
+    releases: Releases, timing: Timing
+) -> None:
+    """The apply succeeds, the prune of an object the render dropped is refused: the sync is
+    not done (PruneFailed), so the request is not handled yet."""
+    dropped = witness_deletes(content_object("web-dropped", "old"))
+    app = synced_manual_app(
+        releases, extra=[dropped], sync_policy={"retryBackoff": {"initial": "1s"}}
+    )
+    handled = last_handled(app)
+    app.releases.recorder.deny(operation="DELETE", name="web-dropped", message="prune refused")
+    app.set_content("v2")  # without the dropped object: the next apply prunes it
+    written = parse_time(app.request_sync(at=app.next_pending_time()))
+    app.wait_applied("False", "PruneFailed")
+    app.holds_for(
+        lambda r: parse_time(r["status"]["lastHandledSyncAt"]) == handled,
+        "lastHandledSyncAt unchanged while the prune fails",
+        timing.quiet,
+    )
+    assert app.live_object()["data"] == {"content": "v2"}, "the apply did not happen"
+    app.releases.recorder.allow_all()  # no new request: only a retry can finish the sync now
+    wait_handled(app, written)
+    app.wait_applied("True", "Applied")
+
+
+@pytest.mark.clause("SYNC-5.not-while-waiting")
+def test_a_request_applied_but_waiting_for_health_is_not_handled_yet(
+    releases: Releases, timing: Timing
+) -> None:
+    """postApply hooks wait for the render to be Healthy: the render is applied, the sync is
+    not done (WaitingForHealth), so lastHandledSyncAt stays unset."""
+    hooks = json.dumps({"postApply": [[widgets.widget("notify")]]})
+    app = releases.app("web", extra=[widgets.widget("worker")], annotations={LIFECYCLE: hooks})
+    app.request_sync(at=ago(2.5))
+    app.wait_applied("False", "WaitingForHealth")
+    assert app.live_object()["data"] == {"content": "v1"}, "the render was not applied"
+    app.holds_for(
+        lambda r: "lastHandledSyncAt" not in r["status"],
+        "no lastHandledSyncAt while the postApply hooks wait",
+        timing.quiet,
+    )
 
 
 def invalid_object(name: str) -> dict:

@@ -247,9 +247,9 @@ def wave_app(releases: Releases, name: str, wave: int, **spec) -> App:
     return releases.app(name, sync_policy=AUTOMATIC, wave=wave, **spec)
 
 
-def healthy_low_wave(releases: Releases) -> App:
+def healthy_low_wave(releases: Releases, **spec) -> App:
     """Wave 0, automatic, with a Widget that is Healthy: Applied and Healthy."""
-    low = wave_app(releases, "low", 0, extra=[widgets.widget("worker")])
+    low = wave_app(releases, "low", 0, extra=[widgets.widget("worker")], **spec)
     widgets.set_health(low, "worker", "Healthy")
     low.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy")
     return low
@@ -297,9 +297,12 @@ def test_a_lower_wave_health_change_reconciles_every_higher_wave_of_its_cluster_
 def test_a_lower_wave_applied_change_reconciles_the_higher_wave(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
 ) -> None:
-    """The pin makes the lower wave Applied=False; its Healthy condition stays True."""
-    low = healthy_low_wave(releases)
-    high = wave_app(releases, "high", 1)
+    """The pin makes the lower wave Applied=False; its Healthy condition stays True. Both name
+    the same Cluster (the other test has them on the namespace's implicit one)."""
+    releases.cluster("target")
+    cluster = {"clusterRef": {"name": "target"}}
+    low = healthy_low_wave(releases, **cluster)
+    high = wave_app(releases, "high", 1, **cluster)
     high.wait_applied("True", "Applied")
     resync_clock.quiet_slot(timing.reconcile)  # no resync may reconcile the higher wave
     subresources.put(low, "pin", {"renderRef": NO_RENDER})

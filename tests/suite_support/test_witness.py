@@ -207,6 +207,25 @@ def test_deny_without_times_refuses_matching_attempts_until_allow_all(
     ]
 
 
+def test_a_gate_holds_the_write_until_it_is_opened_and_then_lets_it_through(
+    k8s: client.ApiClient, config_maps: dynamic.Resource, namespace: str, recorder: Recorder
+) -> None:
+    """While the write waits at the gate, the writer is blocked in its call: what the test does
+    meanwhile happens during it. The next write passes the spent gate at once."""
+    gate = recorder.gate(name=NAME)
+    finished: list[float] = []
+    writer = threading.Thread(target=lambda: (apply(config_maps, namespace), finished.append(1)))
+    writer.start()
+    gate.wait_entered(timeout=10)
+    held_since = time.monotonic()
+    assert finished == [], "the write went through a closed gate"
+    gate.open()
+    writer.join(timeout=10)
+    assert finished == [1] and time.monotonic() - held_since < 5
+    apply(config_maps, namespace, "v2")
+    assert stored_data(client.CoreV1Api(k8s), namespace) == {"key": "v2"}
+
+
 # -- e. scope --------------------------------------------------------------------------------
 
 
