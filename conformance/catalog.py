@@ -327,6 +327,11 @@ RULES: tuple[Rule, ...] = (
             "new-render",
             "Health assessment reaching a new render sends a /sync; in manual mode it is applied.",
         ),
+        (
+            "new-render-once",
+            "Only a new render reaching Healthy sends one: the render staying Healthy sends "
+            "no more.",
+        ),
         ("hooks", "A completed hook batch sends a /sync; in manual mode it is applied."),
     ),
     rule(
@@ -517,6 +522,10 @@ RULES: tuple[Rule, ...] = (
         INTERVAL,
         "spec.syncPolicy.interval is the period of the periodic reconcile.",
         ("period", "Reconciles come one interval apart, for intervals in several units."),
+        (
+            "manual",
+            "A manual Release is reconciled every interval too: it renders and reports.",
+        ),
         (
             "per-release",
             "Each Release keeps its own interval beside another one in the same namespace.",

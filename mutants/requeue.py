@@ -87,6 +87,17 @@ def interval_in_whole_seconds() -> None:
         return _with_interval(read, float(int(read.interval)))
 
 
+@mutant("interval-only-in-automatic-mode", "INT-1.manual")
+def interval_only_in_automatic_mode() -> None:
+    """Only automatic Releases get a periodic reconcile: "a manual one waits for /sync"."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        if result.policy is not None and not result.policy.automatic:
+            result.policy = _with_interval(result.policy, 0.0)
+        return original(self, key, result)
+
+
 @mutant("interval-kept-per-namespace", "INT-1.per-release")
 def interval_kept_per_namespace() -> None:
     """The interval is cached per namespace when a Release is created or changed: every

@@ -210,6 +210,22 @@ def sub_second_comparison() -> None:
     policy.Requests.sync_pending = property(pending)
 
 
+@mutant("compared-to-the-minute", "SYNC-4.next-second")
+def compared_to_the_minute() -> None:
+    """The pending check truncates to the minute instead of the second."""
+
+    def minute(moment: datetime) -> datetime:
+        return synctime.truncate_to_second(moment).replace(second=0)
+
+    def pending(self) -> bool:
+        handled = self.last_handled_sync
+        if self.sync_at is None or handled is None:
+            return self.sync_at is not None
+        return minute(self.sync_at) > minute(handled)
+
+    policy.Requests.sync_pending = property(pending)
+
+
 @mutant("pending-a-second-too-late", "SYNC-4.next-second")
 def pending_a_second_too_late() -> None:
     """A request is pending only when it is more than a whole second later (off by one)."""
@@ -435,6 +451,17 @@ def wave_sync_to_the_first_release_only() -> None:
 def no_sync_for_a_healthy_render() -> None:
     """Health assessment reaching a new render sends no /sync."""
     observer.Observer._announce = lambda self, key, release, old, assessed: None
+
+
+@mutant("observer-syncs-every-healthy-assessment", "SYNC-9.new-render-once")
+def observer_syncs_every_healthy_assessment() -> None:
+    """The observer sends a /sync at every assessment that finds the applied render Healthy."""
+
+    @wrap(observer.Observer, "_announce")
+    def announce(original, self, key: str, release: Obj, old, assessed) -> None:
+        original(self, key, release, old, assessed)
+        if assessed["health"] == observer.Health.HEALTHY:
+            self._request_sync(release, "the render is Healthy")
 
 
 @mutant("no-sync-for-a-hook-batch", "SYNC-9.hooks")

@@ -82,6 +82,29 @@ def test_each_automatic_release_is_applied_every_interval_of_its_own(
     assert not wrong, "; ".join(wrong)
 
 
+@pytest.mark.clause("INT-1.manual")
+def test_a_manual_release_is_reconciled_every_interval_too(
+    releases: Releases, timing: Timing
+) -> None:
+    """Manual mode renders and reports at each periodic reconcile: a new source shows in
+    status.renderRef within one interval, with no event."""
+    written, interval = "2300ms", INTERVALS["2300ms"]
+    created = releases.recorder.mark()
+    app = releases.app("web", sync_policy={"interval": written})
+    app.wait_applied("False", "WaitingForSync")
+    latency = app.reconcile_time(created)
+    for content in ("v2", "v3"):
+        before = app.status()["renderRef"]
+        changed = releases.recorder.mark()
+        app.set_content(content)
+        app.wait_for(
+            lambda r, before=before: r["status"]["renderRef"] != before,
+            f"the render of {content} reported",
+            timeout=interval + timing.slack(interval, latency),
+        )
+        print(f"{content} reported {releases.recorder.mark() - changed:.2f} s after the change")
+
+
 def first_attempt(app: App, since: float, timeout: float) -> Attempt:
     return app.wait_attempts(since=since, timeout=timeout)[0]
 

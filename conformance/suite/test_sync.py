@@ -39,11 +39,17 @@ def ago(seconds: float) -> datetime:
     return datetime.now(UTC) - timedelta(seconds=seconds)
 
 
+def mid_minute_ago() -> datetime:
+    """Second 30 of the last minute: a time in the past, and a second whose neighbours (and the
+    next few) are in the same minute, so that a comparison to the minute shows."""
+    return (datetime.now(UTC) - timedelta(minutes=1)).replace(second=30, microsecond=0)
+
+
 def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
-    """A manual Release whose first /sync (of 10 s ago) was applied: lastHandledSyncAt is set,
-    in the past, so that later request times can be in the past too."""
+    """A manual Release whose first /sync (second 30 of the last minute) was applied:
+    lastHandledSyncAt is set, in the past, so that later request times can be in the past."""
     app = releases.app(name, **spec)
-    app.request_sync(at=ago(10))
+    app.request_sync(at=mid_minute_ago())
     app.wait_for(lambda r: (r.get("status") or {}).get("lastHandledSyncAt"), "lastHandledSyncAt")
     return app
 
@@ -410,8 +416,12 @@ def wait_for_observer_sync(app: App, previous: str | None) -> datetime:
     return parse_time(subresources.annotations(release)[SYNC_REQUESTED_AT])
 
 
-@pytest.mark.clause("SYNC-9.new-render")
-def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(releases: Releases) -> None:
+@pytest.mark.clause("SYNC-9.new-render", "SYNC-9.new-render-once")
+def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
+    releases: Releases, timing: Timing
+) -> None:
+    """v1 turns Healthy: one /sync, which applies v2 (manual mode). v2 is Healthy from the
+    apply on (its reconcile's own assessment says so), and stays Healthy: no more /sync."""
     app = releases.app("web", extra=[widgets.widget("worker")])
     previous = app.request_sync(at=ago(3))
     app.wait_applied("True", "Applied")
@@ -420,6 +430,12 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(releases: Re
     request = wait_for_observer_sync(app, previous)
     wait_handled(app, request)  # manual mode: the observer's /sync was a request
     assert app.live_object()["data"] == {"content": "v2"}
+    handled = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
+    app.holds_for(
+        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == handled,
+        "no further /sync while the render stays Healthy",
+        timing.quiet_for(2.0),
+    )
 
 
 @pytest.mark.clause("SYNC-9.wave")
