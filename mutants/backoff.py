@@ -8,6 +8,7 @@ import math
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,34 +117,37 @@ def default_cap_600() -> None:
 
 
 # -- BACK-4 ------------------------------------------------------------------------------------
-@mutant("hold-keeps-count", "BACK-4.success", "BACK-4.hold-WaitingForSync", "BACK-4.hold-Pinned")
-def hold_keeps_count() -> None:
-    """A success or a hold does not reset the failure count."""
+def _count_kept_when(keeps: Callable[[Any], bool]) -> None:
+    """The failure count is not forgotten after a reconcile whose result `keeps` it."""
 
     @wrap(controller.Controller, "_requeue")
     def requeue(original, self, key: str, result) -> str:
+        if not keeps(result):
+            return original(self, key, result)
         forget = self.queue.forget
         self.queue.forget = lambda item: None
         try:
             return original(self, key, result)
         finally:
             self.queue.forget = forget
+
+
+@mutant(
+    "hold-keeps-count",
+    "BACK-4.success",
+    "BACK-4.hold-WaitingForSync",
+    "BACK-4.hold-Pinned",
+    "BACK-4.hold-WaitingForHooks",
+)
+def hold_keeps_count() -> None:
+    """A success or a hold does not reset the failure count."""
+    _count_kept_when(lambda result: True)
 
 
 @mutant("success-keeps-count", "BACK-4.success")
 def success_keeps_count() -> None:
     """Only a hold resets the failure count; a success keeps counting."""
-
-    @wrap(controller.Controller, "_requeue")
-    def requeue(original, self, key: str, result) -> str:
-        if not result.outcome.applied:
-            return original(self, key, result)
-        forget = self.queue.forget
-        self.queue.forget = lambda item: None
-        try:
-            return original(self, key, result)
-        finally:
-            self.queue.forget = forget
+    _count_kept_when(lambda result: result.outcome.applied)
 
 
 def _not_a_hold(reason: Reason) -> None:

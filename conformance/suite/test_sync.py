@@ -295,36 +295,42 @@ def invalid_object(name: str) -> dict:
     return {**content_object(name, "x"), "data": {"content": 1}}
 
 
-@pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.failure")
-def test_a_request_whose_dry_run_fails_is_applied_when_a_periodic_reconcile_can(
-    releases: Releases, timing: Timing
-) -> None:
-    app = releases.app("web", sync_policy=PERIODIC, extra=[invalid_object("rejected")])
-    written = parse_time(app.request_sync(at=ago(2.5)))
-    app.wait_applied("False", "Unappliable")
-    app.holds_for(
-        lambda r: "lastHandledSyncAt" not in r["status"],
-        "no lastHandledSyncAt after an Unappliable request",
-        timing.quiet_for(INTERVAL),
-    )
-    app.set_content("v1")  # the render passes the dry run now; no event
-    app.wait_applied("True", "Applied")
-    assert same_second(last_handled(app), written)
+#: A request that cannot be applied yet, and how its cause goes away without an event:
+#: (the Release's extra objects and annotations, its reason, the change that removes it).
+NOT_YET = {
+    "Unappliable": (
+        {"extra": [invalid_object("rejected")]},
+        lambda app: app.set_content("v1"),  # the render passes the dry run now
+    ),
+    "Pinned": (
+        {"annotations": {PIN: NO_RENDER}},
+        lambda app: app.annotate({PIN: None}),  # through the main resource: no event
+    ),
+}
 
 
-@pytest.mark.clause("SYNC-5.not-while-waiting", "SYNC-6.wait")
-def test_a_request_held_by_a_pin_is_applied_when_a_periodic_reconcile_can(
-    releases: Releases, timing: Timing
+@pytest.mark.parametrize(
+    "reason",
+    [
+        case("Unappliable", "Unappliable", "SYNC-5.not-on-failure", "SYNC-6.failure"),
+        case("Pinned", "Pinned", "SYNC-5.not-while-waiting", "SYNC-6.wait"),
+    ],
+)
+def test_a_request_that_fails_or_waits_is_applied_when_a_periodic_reconcile_can(
+    releases: Releases, timing: Timing, reason: str
 ) -> None:
-    app = releases.app("web", sync_policy=PERIODIC, annotations={PIN: NO_RENDER})
+    """Neither reason is retried with backoff: the periodic reconcile, once the cause is gone,
+    applies the request that stayed pending, without a new one."""
+    spec, remove_cause = NOT_YET[reason]
+    app = releases.app("web", sync_policy=PERIODIC, **spec)
     written = parse_time(app.request_sync(at=ago(2.5)))
-    app.wait_applied("False", "Pinned")
+    app.wait_applied("False", reason)
     app.holds_for(
         lambda r: "lastHandledSyncAt" not in r["status"],
-        "no lastHandledSyncAt while Pinned",
+        f"no lastHandledSyncAt while {reason}",
         timing.quiet_for(INTERVAL),
     )
-    app.annotate({PIN: None})  # through the main resource: starts no reconcile
+    remove_cause(app)
     app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
 
