@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from conformance.clusters.local import free_port
+from conformance.clusters.ports import reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
 from conformance.polling import wait_http_ok
 from conformance.subresource_install import LocalSubresourceAPI
@@ -73,7 +73,7 @@ class HostController:
     started_at: float = 0.0
 
     def start(self) -> HostController:
-        port = free_port()
+        port = reserve_port()
         env = {**os.environ, MUTANT_VARIABLE: self.mutant} if self.mutant else None
         self.process = ManagedProcess("convoy controller", self.argv(port), self.log_path, env)
         self.started_at = time.monotonic()

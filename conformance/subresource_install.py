@@ -20,7 +20,7 @@ from kubernetes import client
 from conformance import manifests
 from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
-from conformance.clusters.local import LOOPBACK, free_port
+from conformance.clusters.ports import LOOPBACK, reserve_port
 from conformance.polling import poll_until
 from convoy.subresources import API_SERVICE, GROUP, VERSION
 
@@ -128,7 +128,7 @@ class LocalSubresourceAPI:
     endpoint and the registration stays valid.
     """
 
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=reserve_port)
     certificate: ServingCertificate = field(default_factory=serving_certificate)
 
     def flags(self, directory: Path) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import ssl
 import tempfile
 import time
@@ -19,15 +18,18 @@ from conformance.clusters import pki
 from conformance.clusters.base import CallbackAddress, Cluster
 from conformance.clusters.binaries import Binaries
 from conformance.clusters.kubeconfig import render_kubeconfig
+from conformance.clusters.ports import LOOPBACK, release_port, reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
 from conformance.polling import wait_http_ok
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
 FRONT_PROXY_CLIENT = "front-proxy-client"
 START_TIMEOUT = 90.0
+#: Starts of a control plane whose port something else took meanwhile (then it starts again
+#: with new ports, and says so).
+START_ATTEMPTS = 3
 # Controllers that act on API objects alone: no nodes, kubelets or clouds here.
 CONTROLLERS = (
     "namespace",
@@ -47,12 +49,6 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not start; the message says which part and why."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
-
-
 class LocalControlPlane(Cluster):
     """A control plane of real processes on this machine."""
 
@@ -62,7 +58,9 @@ class LocalControlPlane(Cluster):
     def __init__(self, binaries: Binaries, base_dir: Path | None = None) -> None:
         self.binaries = binaries
         self.dir = Path(tempfile.mkdtemp(prefix="convoy-local-", dir=base_dir))
+        self.base_dir = base_dir
         self.processes: list[ManagedProcess] = []
+        self.ports: list[int] = []
         self.apiserver_port = 0
         self._kubeconfig = self.dir / "admin.kubeconfig"
 
@@ -91,8 +89,29 @@ class LocalControlPlane(Cluster):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> LocalControlPlane:
-        """Start etcd, then the API server, then the controller manager; wait until ready."""
+        """Start etcd, then the API server, then the controller manager; wait until ready.
+
+        The ports are reserved (conformance.clusters.ports); should a process that is not the
+        suite's still take one first, the start begins again with new ports.
+        """
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except ControlPlaneError as error:
+                if "address already in use" not in str(error) or attempt == START_ATTEMPTS:
+                    raise
+                log.warning(
+                    "local control plane: start %d of %d lost a port to another process; "
+                    "starting again with new ports: %s",
+                    attempt,
+                    START_ATTEMPTS,
+                    str(error).splitlines()[0],
+                )
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LocalControlPlane:
         started = time.monotonic()
+        self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self._write_pki()
             self._start_etcd()
@@ -109,7 +128,15 @@ class LocalControlPlane(Cluster):
         for process in reversed(self.processes):
             process.stop()
         self.processes.clear()
+        for port in self.ports:
+            release_port(port)
+        self.ports.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _port(self) -> int:
+        port = reserve_port()
+        self.ports.append(port)
+        return port
 
     def __enter__(self) -> LocalControlPlane:
         return self.start()
@@ -146,7 +173,7 @@ class LocalControlPlane(Cluster):
         return process
 
     def _start_etcd(self) -> None:
-        self.etcd_port, peer_port = free_port(), free_port()
+        self.etcd_port, peer_port = self._port(), self._port()
         client_url, peer_url = (
             f"http://{LOOPBACK}:{self.etcd_port}",
             f"http://{LOOPBACK}:{peer_port}",
@@ -167,7 +194,7 @@ class LocalControlPlane(Cluster):
         )
 
     def _start_apiserver(self) -> None:
-        self.apiserver_port = free_port()
+        self.apiserver_port = self._port()
         serving_cert, serving_key = self.serving
         proxy_cert, proxy_key = self.proxy_client
         self._spawn(
@@ -213,7 +240,7 @@ class LocalControlPlane(Cluster):
         )
 
     def _start_controller_manager(self) -> None:
-        port = free_port()
+        port = self._port()
         process = self._spawn(
             "kube-controller-manager",
             [

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from conformance.clusters.local import LOOPBACK
+from conformance.clusters.ports import LOOPBACK
 from convoy import api
 
 Obj = dict[str, Any]

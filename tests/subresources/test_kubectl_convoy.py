@@ -18,7 +18,7 @@ import yaml
 
 from conformance.clusters import binaries
 from conformance.clusters.base import Cluster
-from conformance.clusters.local import free_port
+from conformance.clusters.ports import reserve_port
 from convoy.api import Annotation
 from convoy.kubectl_plugin import EXIT_API_ERROR, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 from tests.subresources.support import annotations
@@ -170,7 +170,7 @@ def test_an_unreachable_cluster_exits_3(
     run: Callable[..., subprocess.CompletedProcess[str]], cluster: Cluster, tmp_path: Path
 ) -> None:
     document = yaml.safe_load(cluster.kubeconfig.read_text())
-    document["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
+    document["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{reserve_port()}"
     closed = tmp_path / "closed.kubeconfig"
     closed.write_text(yaml.safe_dump(document))
     done = run("release", "sync", "app", kubeconfig=closed)
