@@ -1,0 +1,71 @@
+"""Benchmark: how far the reference controller's measured delays and periods stray from the
+document's, under a full parallel run of the suite. The timing config's bands (conformance/
+timing.py: early, late, ratio) are set from these figures.
+
+Runs the whole suite (8 workers, a 30 s resync) with the measured tables printed, reads every
+backoff retry and interval gap from them, and prints, per kind, how much sooner and later than
+expected they came: the minimum, the median, the 95th percentile and the maximum, in seconds,
+and writes them as JSON.
+
+    .venv/bin/python benchmarks/timing_spread.py [--workers 8] [--out reports/timing-spread.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+#: A row of a backoff ladder table: retry, expected delay, measured gap.
+LADDER_ROW = re.compile(r"^\s+\d+\s+([\d.]+) s\s+([\d.]+) s\s")
+#: An interval line: the written interval and the measured gaps.
+INTERVAL = re.compile(r"^interval (\S+): \d+ gaps between apply attempts ([\d., ]+) s")
+SECONDS = {"1s": 1.0, "2300ms": 2.3}
+
+
+def excesses(output: str) -> dict[str, list[float]]:
+    """measured - expected, in seconds, per kind of measurement."""
+    found: dict[str, list[float]] = {"backoff": [], "interval": []}
+    for line in output.splitlines():
+        if row := LADDER_ROW.match(line):
+            expected, measured = map(float, row.groups())
+            found["backoff"].append(measured - expected)
+        elif (gaps := INTERVAL.match(line)) and gaps[1] in SECONDS:
+            found["interval"] += [float(g) - SECONDS[gaps[1]] for g in gaps[2].split(", ")]
+    return found
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "count": len(ordered),
+        "min": round(ordered[0], 3),
+        "median": round(statistics.median(ordered), 3),
+        "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3),
+        "max": round(ordered[-1], 3),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=Path("reports/timing-spread.json"))
+    args = parser.parse_args()
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--timing", "controller_resync=30s"]
+    argv += ["-n", str(args.workers), "--dist", "worksteal", "-rP", "--report-dir=reports"]
+    run = subprocess.run(argv, capture_output=True, text=True, check=False)
+    figures = {kind: summary(v) for kind, v in excesses(run.stdout).items() if v}
+    figures["suite_exit_code"] = run.returncode
+    for kind, numbers in figures.items():
+        print(f"{kind:16} {numbers}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2))
+    return run.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
