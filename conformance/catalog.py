@@ -224,6 +224,11 @@ RULES: tuple[Rule, ...] = (
             "An annotation earlier than lastHandledSyncAt is not pending: nothing is applied.",
         ),
         (
+            "any-form",
+            "Every RFC 3339 form of the time is read: with or without a fraction, of any "
+            "length, with Z or a numeric offset.",
+        ),
+        (
             "absolute-time",
             "Times compare as instants: an annotation with a UTC offset is later "
             "or earlier by the instant it names, not by its digits.",

@@ -49,6 +49,18 @@ def rfc3339(moment: datetime, offset: timedelta | None = None) -> str:
     return local.isoformat(timespec="microseconds")
 
 
+def ago(seconds: float) -> datetime:
+    """A request time `seconds` in the past: a second other than that of the apply it causes,
+    so a controller that records the apply's time instead of the request's shows."""
+    return datetime.now(UTC) - timedelta(seconds=seconds)
+
+
+def mid_minute_ago() -> datetime:
+    """Second 30 of the last minute: a time in the past, and a second whose neighbours (and the
+    next few) are in the same minute, so that a comparison to the minute shows."""
+    return (datetime.now(UTC) - timedelta(minutes=1)).replace(second=30, microsecond=0)
+
+
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -191,15 +203,18 @@ class App:
         return written
 
     def next_pending_time(self) -> datetime:
-        """The earliest request time that is pending: a second after the last handled one,
-        and never the time the annotation holds already (writing that would change nothing)."""
+        """The earliest request time that is pending: a second after the last handled one
+        (now, if none was handled), and never the time the annotation holds already (writing
+        that would change nothing). With a request handled in the past it is in the past too,
+        so that a controller recording the time of its reconcile instead shows."""
         release = self.get()
-        now = datetime.now(UTC)
         handled = (release.get("status") or {}).get("lastHandledSyncAt")
         written = (release["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
-        candidates = [now]
-        if handled:
-            candidates.append(parse_time(handled).replace(microsecond=0) + timedelta(seconds=1))
+        candidates = [
+            parse_time(handled).replace(microsecond=0) + timedelta(seconds=1)
+            if handled
+            else datetime.now(UTC)
+        ]
         if written:
             candidates.append(parse_time(written) + timedelta(microseconds=1))
         return max(candidates)

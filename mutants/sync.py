@@ -168,6 +168,19 @@ def sync_time_offset_ignored() -> None:
         return digits.replace(tzinfo=UTC, microsecond=parsed.microsecond)
 
 
+@mutant("sync-time-needs-a-fraction", "SYNC-3.any-form")
+def sync_time_needs_a_fraction() -> None:
+    """Request times are parsed with a fixed layout of microseconds and Z (the one the /sync
+    endpoint writes): other RFC 3339 forms are refused as invalid."""
+
+    @wrap(synctime, "parse_sync_time")
+    def parse(original, text: str) -> datetime:
+        if text.endswith("Z") and "." not in text[:-1] and len(text) == 20:
+            return original(text)  # lastHandledSyncAt, written to the second
+        datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")  # raises ValueError for other forms
+        return original(text)
+
+
 @mutant("requests-before-creation-ignored", "SYNC-3.at-creation")
 def requests_before_creation_ignored() -> None:
     """A request older than the Release itself is taken as stale and ignored."""

@@ -17,6 +17,7 @@ from conformance.releases import (
     App,
     Releases,
     condition_status,
+    mid_minute_ago,
     parse_time,
 )
 from conformance.resync import ResyncClock
@@ -27,9 +28,10 @@ AUTOMATIC = {"automatic": True}
 
 
 def applied_manual_app(releases: Releases, name: str = "web", **spec) -> App:
-    """A manual Release applied once, with a new render waiting for the next request."""
+    """A manual Release applied once (at a request in the past), with a new render waiting for
+    the next request."""
     app = releases.app(name, **spec)
-    app.request_sync()
+    app.request_sync(at=mid_minute_ago())
     app.wait_applied("True", "Applied")
     app.set_content("v2")
     return app

@@ -19,7 +19,9 @@ from conformance.releases import (
     SYNC_REQUESTED_AT,
     App,
     Releases,
+    ago,
     content_object,
+    mid_minute_ago,
     parse_time,
     rfc3339,
 )
@@ -31,18 +33,6 @@ AUTOMATIC = {"automatic": True}
 #: Manual Releases that a test watches over a quiet period are reconciled every second.
 INTERVAL = 1.0
 PERIODIC = {"interval": f"{INTERVAL:g}s"}
-
-
-def ago(seconds: float) -> datetime:
-    """A request time `seconds` in the past: a second other than that of the apply it causes,
-    so a controller that records the apply's time instead of the request's shows."""
-    return datetime.now(UTC) - timedelta(seconds=seconds)
-
-
-def mid_minute_ago() -> datetime:
-    """Second 30 of the last minute: a time in the past, and a second whose neighbours (and the
-    next few) are in the same minute, so that a comparison to the minute shows."""
-    return (datetime.now(UTC) - timedelta(minutes=1)).replace(second=30, microsecond=0)
 
 
 def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
@@ -112,12 +102,15 @@ CHANGES = {
     "change",
     [case(name, name, f"SYNC-2.{name}") for name in CHANGES],
 )
-def test_a_change_of_sync_requested_at_starts_a_reconcile(releases: Releases, change: str) -> None:
+def test_a_change_of_sync_requested_at_starts_a_reconcile(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, change: str
+) -> None:
     """Automatic mode applies at every reconcile, so the apply attempt is the reconcile."""
     app = releases.app(
         "web", sync_policy=AUTOMATIC, annotations={SYNC_REQUESTED_AT: rfc3339(ago(60))}
     )
     app.wait_applied("True", "Applied")
+    resync_clock.quiet_slot(timing.reconcile)  # only the change can explain a reconcile
     since = app.releases.recorder.mark()
     app.annotate({SYNC_REQUESTED_AT: CHANGES[change]()})
     attempt = app.wait_attempts(since=since)[0]
@@ -188,6 +181,26 @@ def test_request_times_compare_as_instants_whatever_their_utc_offset(
     app.annotate({SYNC_REQUESTED_AT: rfc3339(earlier, offset=timedelta(hours=5))})
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+
+
+#: The same instant as RFC 3339 allows it to be written (with the time to write).
+FORMS = {
+    "no-fraction": lambda at: at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "milliseconds": lambda at: at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+    "nanoseconds": lambda at: at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z",
+    "zero-offset": lambda at: at.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00",
+}
+
+
+@pytest.mark.clause("SYNC-3.any-form")
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_request_time_is_read_in_every_rfc_3339_form(releases: Releases, form: str) -> None:
+    app = synced_manual_app(releases)
+    app.set_content("v2")
+    later = last_handled(app) + timedelta(seconds=1, milliseconds=250)
+    app.annotate({SYNC_REQUESTED_AT: FORMS[form](later)})
+    app.wait_content("v2")
+    wait_handled(app, later)
 
 
 @pytest.mark.clause("SYNC-3.at-creation")
