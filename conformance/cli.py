@@ -93,7 +93,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     baseline, outcomes = mutation.kill_run(
         runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress
     )
-    wrong = [o.name for o in outcomes if not o.as_expected]
+    wrong = [o for o in (baseline, *outcomes) if not o.as_expected]
     killed = sum(o.killed for o in outcomes if not o.must_pass)
     mutants = sum(not o.must_pass for o in outcomes)
     variants = [o for o in outcomes if o.must_pass]
@@ -102,8 +102,11 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         f"variants passed; baseline {'passed' if baseline.clean else 'FAILED'}; "
         f"{time.monotonic() - started:.0f} s"
     )
-    for name in wrong:
-        print(f"not as expected: {name}")
+    for outcome in wrong:
+        print(f"not as expected: {outcome.name}")
+        if outcome.must_pass:
+            for test, message in outcome.messages.items():
+                print(f"  {test}\n    {message}")
     (workdir / "matrix.json").write_text(
         json.dumps(
             {
@@ -115,7 +118,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
             indent=2,
         )
     )
-    return 0 if baseline.clean and not wrong else 1
+    return 0 if not wrong else 1
 
 
 def _list_mutants(chosen: list, *, as_json: bool) -> int:

@@ -37,6 +37,8 @@ class Outcome:
     passed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: failed or erred test -> the first lines of what pytest said about it
+    messages: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     #: the baseline or a benign variant: it must pass; a mutant must be killed
     must_pass: bool = False
@@ -72,6 +74,10 @@ def phase_arguments(mutant: Mutant) -> list[str]:
     return []
 
 
+#: How much of a failure's message the kill run keeps: enough to name the broken expectation.
+MESSAGE_CHARS = 800
+
+
 def read_junit(path: Path, name: str, seconds: float) -> Outcome:
     outcome = Outcome(name, seconds=seconds)
     if not path.exists():
@@ -79,12 +85,16 @@ def read_junit(path: Path, name: str, seconds: float) -> Outcome:
         return outcome
     for case in ET.parse(path).iter("testcase"):
         test = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-        if case.find("failure") is not None:
+        failure, error = case.find("failure"), case.find("error")
+        if failure is not None:
             outcome.failed.append(test)
-        elif case.find("error") is not None:
+        elif error is not None:
             outcome.errors.append(test)
         elif case.find("skipped") is None:
             outcome.passed.append(test)
+        said = failure if failure is not None else error
+        if said is not None:
+            outcome.messages[test] = (said.get("message") or said.text or "")[:MESSAGE_CHARS]
     return outcome
 
 

@@ -214,9 +214,9 @@ def wait_phase(app: App, phase: str, timeout: float | None = None) -> dict:
 def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
     releases: Releases, timing: Timing, ended: str
 ) -> None:
-    """A rollout that is to succeed gets a healthTimeout far longer than any health loop's
-    period; one that is to fail or roll back, a short one."""
-    short, long = "2s", f"{timing.reconcile:g}s"
+    """A rollout that is to succeed gets a healthTimeout no loaded machine reaches (it must not
+    fail before its Widget's health is seen); one that is to fail or roll back, a short one."""
+    short, long = "2s", "1h"
     failure = {"action": "Rollback" if ended == "RolledBack" else "Halt"}
     app = releases.app(
         "web",

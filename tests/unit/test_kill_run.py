@@ -1,0 +1,41 @@
+"""How the kill run reads a pytest run's JUnit file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.mutation import MESSAGE_CHARS, read_junit
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+  <testcase classname="conformance.suite.test_mode" name="test_ok" />
+  <testcase classname="conformance.suite.test_mode" name="test_broken">
+    <failure message="AssertionError: no rollout phase Succeeded after 15 s">trace</failure>
+  </testcase>
+  <testcase classname="conformance.suite.test_mode" name="test_harness">
+    <error message="{long}">trace</error>
+  </testcase>
+  <testcase classname="conformance.suite.test_mode" name="test_long">
+    <skipped message="certifying run only" />
+  </testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_a_run_is_read_test_by_test_with_what_pytest_said_of_each_failure(
+    tmp_path: Path,
+) -> None:
+    junit = tmp_path / "run.xml"
+    junit.write_text(JUNIT.format(long="x" * (MESSAGE_CHARS + 50)))
+    outcome = read_junit(junit, "run", 1.0)
+    test = "conformance/suite/test_mode.py::"
+    assert outcome.passed == [f"{test}test_ok"]
+    assert outcome.failed == [f"{test}test_broken"]
+    assert outcome.errors == [f"{test}test_harness"]
+    assert outcome.messages[f"{test}test_broken"].endswith("Succeeded after 15 s")
+    assert len(outcome.messages[f"{test}test_harness"]) == MESSAGE_CHARS
+
+
+def test_a_run_that_wrote_no_junit_file_is_an_error(tmp_path: Path) -> None:
+    outcome = read_junit(tmp_path / "missing.xml", "run", 1.0)
+    assert outcome.errors and not outcome.passed and not outcome.as_expected
