@@ -45,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--callback-host",
         default=None,
-        help="existing clusters: an address of this machine that the API server can reach",
+        help="an address of this machine that the API server can reach: needed for an "
+        "existing cluster; on kind it replaces the kind network's gateway",
     )
     group.addoption(
         "--timing",

@@ -62,6 +62,7 @@ def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
         kubectl_bin=config.getoption("kind_kubectl_bin"),
         keep=keep,
         kube_version=config.getoption("kube_version"),
+        callback_host=config.getoption("callback_host"),
     )
 
 

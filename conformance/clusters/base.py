@@ -55,3 +55,21 @@ class Cluster(ABC):
 
     def describe(self) -> str:
         return f"{self.provider} cluster (kubeconfig {self.kubeconfig})"
+
+
+class NoCallback(RuntimeError):
+    """A cluster the suite made cannot call back to this machine: every check that needs the
+    witness would be skipped, so the run is an error instead."""
+
+
+def callback_host(cluster: Cluster) -> str | None:
+    """Where the witness serves for `cluster`. None only for a cluster the suite did not make
+    (an existing one without --callback-host): its witness checks are reported skipped."""
+    if cluster.callback is not None:
+        return cluster.callback.host
+    if cluster.owned:
+        raise NoCallback(
+            f"{cluster.describe()}: no address of this machine that its API server can reach; "
+            "pass --callback-host"
+        )
+    return None

@@ -7,6 +7,8 @@ one. Installing the reference controller on the cluster is conformance.install_k
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import shutil
 import subprocess
@@ -99,8 +101,30 @@ def export_kubeconfig_argv(kind: Path, name: str, kubeconfig: Path) -> list[str]
     return [str(kind), "export", "kubeconfig", "--name", name, "--kubeconfig", str(kubeconfig)]
 
 
-def gateway_argv() -> list[str]:
-    return ["docker", "network", "inspect", "kind", "-f", "{{(index .IPAM.Config 0).Gateway}}"]
+#: The Docker network kind puts its nodes on.
+KIND_NETWORK = "kind"
+
+
+def ipam_argv(network: str = KIND_NETWORK) -> list[str]:
+    return ["docker", "network", "inspect", network, "-f", "{{json .IPAM.Config}}"]
+
+
+def ipv4_gateway(ipam_config: str) -> str | None:
+    """The host's address on a Docker network, from the JSON of its `.IPAM.Config`: the IPv4
+    entry's gateway, else the first host of its subnet. kind makes its network with an IPv6
+    ULA subnet of its own and no gateway, which Docker lists first."""
+    try:
+        entries = json.loads(ipam_config or "null") or []
+    except json.JSONDecodeError:
+        return None
+    for entry in entries:
+        try:
+            subnet = ipaddress.ip_network(entry.get("Subnet") or "", strict=False)
+        except ValueError:
+            continue
+        if subnet.version == 4:
+            return entry.get("Gateway") or str(next(subnet.hosts()))
+    return None
 
 
 class KindProvider(Cluster):
@@ -116,8 +140,10 @@ class KindProvider(Cluster):
         kubectl_bin: str | None = None,
         keep: bool = False,
         kube_version: str | None = None,
+        callback_host: str | None = None,
     ) -> None:
         self.keep = keep
+        self.callback_host = callback_host
         self.image = image or kind_versions().node_image(kube_version)
         self.kind_path = tool_path("kind", kind_bin)
         self.kubectl_path = tool_path("kubectl", kubectl_bin)
@@ -161,10 +187,13 @@ class KindProvider(Cluster):
 
     @property
     def callback(self) -> CallbackAddress | None:
-        """The kind network's gateway: the host as seen from the node containers."""
-        proc = subprocess.run(gateway_argv(), capture_output=True, text=True, check=False)
-        gateway = proc.stdout.strip()
-        return CallbackAddress(gateway) if proc.returncode == 0 and gateway else None
+        """--callback-host, else the kind network's IPv4 gateway: the host as the node
+        containers see it."""
+        if self.callback_host:
+            return CallbackAddress(self.callback_host)
+        proc = subprocess.run(ipam_argv(), capture_output=True, text=True, check=False)
+        gateway = ipv4_gateway(proc.stdout) if proc.returncode == 0 else None
+        return CallbackAddress(gateway) if gateway else None
 
     def installer(self, diagnostics_dir: Path | None = None):  # -> install_kind.Installer
         """What installs the reference controller on this cluster (conformance.install_kind)."""

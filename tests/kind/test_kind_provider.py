@@ -19,10 +19,13 @@ import yaml
 
 from conformance import install_kind
 from conformance.clusters import binaries
+from conformance.clusters.base import NoCallback, callback_host
+from conformance.clusters.existing import ExistingCluster
 from conformance.clusters.kind import (
     KindError,
     KindProvider,
     default_node_image,
+    ipv4_gateway,
     kind_versions,
     parse_versions,
 )
@@ -170,6 +173,67 @@ def test_kind_missing_from_path_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(KindError, match="kind is not on PATH"):
         KindProvider("a", image=None)
+
+
+# -- the address the witness serves on -------------------------------------------------------
+
+#: `docker network inspect kind -f '{{json .IPAM.Config}}'` as Docker 28 and 29 print it: kind's
+#: IPv6 ULA subnet first, without a gateway (29 prints an empty one).
+DOCKER_28 = (
+    '[{"Subnet":"fc00:f853:ccd:e793::/64"},{"Subnet":"172.18.0.0/16","Gateway":"172.18.0.1"}]'
+)
+DOCKER_29 = (
+    '[{"Subnet":"fc00:f853:ccd:e793::/64","Gateway":""},'
+    '{"Subnet":"172.19.0.0/16","Gateway":"172.19.0.1"}]'
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "gateway"),
+    [
+        (DOCKER_28, "172.18.0.1"),
+        (DOCKER_29, "172.19.0.1"),
+        ('[{"Subnet":"172.20.0.0/16"}]', "172.20.0.1"),
+        ('[{"Subnet":"fc00::/64","Gateway":"fc00::1"}]', None),
+        ("", None),
+        ("invalid IP", None),
+    ],
+    ids=["docker-28", "docker-29", "no-gateway", "ipv6-only", "empty", "garbage"],
+)
+def test_the_host_is_the_ipv4_gateway_of_the_kind_network(config: str, gateway: str) -> None:
+    assert ipv4_gateway(config) == gateway
+
+
+def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    (tmp_path / "bin").mkdir()
+    docker = tmp_path / "bin" / "docker"
+    docker.write_text(f"#!/bin/sh\n{script}\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+
+
+def test_the_kind_provider_calls_back_on_the_gateway_docker_reports(
+    fake_kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_docker(tmp_path, monkeypatch, f"echo '{DOCKER_29}'")
+    provider = KindProvider("c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true")
+    assert callback_host(provider) == "172.19.0.1"
+    given = KindProvider(
+        "c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true", callback_host="h"
+    )
+    assert callback_host(given) == "h"
+
+
+def test_a_cluster_the_suite_made_without_a_callback_is_an_error_never_a_skip(
+    fake_kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_docker(tmp_path, monkeypatch, "echo 'Error: No such network: kind' >&2; exit 1")
+    provider = KindProvider("c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true")
+    with pytest.raises(NoCallback, match="--callback-host"):
+        callback_host(provider)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    assert callback_host(ExistingCluster(kubeconfig)) is None
 
 
 # -- the installer's commands ----------------------------------------------------------------
