@@ -283,10 +283,72 @@ def test_the_conformance_job_runs_the_matrix_image() -> None:
     assert job["timeout-minutes"] > 0
     assert job["env"]["NODE_IMAGE"] == "${{ matrix.image }}"
     run = next(s["run"] for s in job["steps"] if s.get("name") == "Run the conformance suite")
-    assert "make conformance" in run and "--cluster=kind" in run
+    assert "make conformance CLUSTER=kind" in run
     assert "--kind-image=$NODE_IMAGE" in run
     uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["if"] == "always()"
+
+
+def test_the_conformance_job_builds_no_local_binaries_checks_its_report_and_cleans_up() -> None:
+    steps = load(REPO / ".github" / "workflows" / "conformance.yml")["jobs"]["kind"]["steps"]
+    uses = [s.get("uses", "").split("@")[0] for s in steps]
+    assert "actions/setup-go" not in uses and "actions/cache" not in uses
+    runs = [s.get("run", "") for s in steps]
+    suite = next(n for n, run in enumerate(runs) if "make conformance" in run)
+    check = next(n for n, run in enumerate(runs) if "verify-report --results-only" in run)
+    assert check == suite + 1 and '"$REPORT_DIR/conformance-report.yaml"' in runs[check]
+    assert "if" not in steps[check], "the check runs when the suite step succeeded"
+    assert steps[-1]["if"] == "always()"
+    assert steps[-1]["run"] == 'kind delete cluster --name "$CLUSTER_NAME"'
+
+
+def test_the_action_deletes_its_cluster_whatever_happened() -> None:
+    last = load(ACTION)["runs"]["steps"][-1]
+    assert last["if"] == "always()"
+    assert last["run"] == "kind delete cluster --name convoy-conformance"
+
+
+def make_commands(*targets: str, **variables: str) -> list[str]:
+    """What `make` would run for `targets` (make -n: nothing runs)."""
+    argv = ["make", "-n", "-B", *targets, *(f"{k}={v}" for k, v in variables.items())]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, check=True)
+    return proc.stdout.splitlines()
+
+
+def test_every_make_target_names_its_cluster_provider() -> None:
+    """`auto` picks kind wherever kind and Docker are (GitHub's runners): never left to it."""
+    suite_runs = [
+        line
+        for line in make_commands("test", "conformance", "certify", "mutants")
+        if re.search(r"/(pytest|convoy-conformance (run|certify|mutants))\b", line)
+    ]
+    assert len(suite_runs) == 5, suite_runs
+    for line in suite_runs:
+        assert "--cluster=local" in line, line
+    kind = make_commands("conformance", CLUSTER="kind")
+    assert any("run --cluster=kind" in line for line in kind), kind
+    assert not any("convoy-conformance binaries" in line for line in kind), kind
+
+
+def test_a_workspace_package_named_conformance_does_not_shadow_the_suite(tmp_path: Path) -> None:
+    """The action runs in the vendor's workspace; its python reads the suite's package."""
+    step = next(s for s in load(ACTION)["runs"]["steps"] if s.get("id") == "suite")
+    assert '/bin/python" -P - <<' in step["run"]
+    (tmp_path / "conformance").mkdir()
+    (tmp_path / "conformance" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *flags, "-"],
+            input=heredoc(step["run"]),
+            env={**os.environ, "KUBERNETES_VERSION": ""},
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+
+    assert "shadowed" in run().stderr  # what the step did before -P
+    assert outputs(run("-P"))["node-image"] == kind_versions().node_image()
 
 
 @pytest.mark.parametrize(

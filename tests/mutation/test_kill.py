@@ -52,6 +52,7 @@ def test_the_suite_kills_every_mutant_and_passes_every_variant(tmp_path: Path) -
             "mutants",
             "--run",
             f"--workdir={workdir}",
+            "--cluster=local",
             "--timing",
             "controller_resync=30s",
         ],

@@ -143,6 +143,32 @@ def test_verify_names_what_keeps_a_report_from_certifying(tmp_path: Path, change
     assert any(problem in p for p in report.verify(path)), report.verify(path)
 
 
+def development_report(result: str) -> dict:
+    """A development run's report: not certifying, one clause at `result`."""
+    edited = certifying_report()
+    edited.update(certifying=False, nonCertifyingReasons=["timing beyond the maximum"])
+    edited["rules"][0]["clauses"][0].update(result=result)
+    return edited
+
+
+@pytest.mark.parametrize("result", ["passed", "not-in-profile"])
+def test_results_only_accepts_a_development_run_whose_clauses_passed(
+    tmp_path: Path, result: str
+) -> None:
+    path = tmp_path / "report.yaml"
+    path.write_text(yaml.safe_dump(development_report(result)))
+    assert report.verify(path, results_only=True) == []
+    assert report.verify(path) != []
+
+
+@pytest.mark.parametrize("result", ["skipped", "failed", "error", "not-supported"])
+def test_results_only_refuses_a_clause_that_did_not_pass(tmp_path: Path, result: str) -> None:
+    """An all-skipped run is green to pytest; not to the report's check."""
+    path = tmp_path / "report.yaml"
+    path.write_text(yaml.safe_dump(development_report(result)))
+    assert report.verify(path, results_only=True) == [f"clause MODE-1.unset: {result}"]
+
+
 def every_clause_passing() -> str:
     """A suite with one passing test per clause; the certifying-only ones are long tests."""
     lines = ["import pytest", ""]
