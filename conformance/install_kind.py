@@ -606,6 +606,9 @@ class InClusterController:
     started_at: float = 0.0
 
     def start(self) -> InClusterController:
+        # Before the pod starts: its initial list reconciles before it reports ready, and the
+        # resync clock looks for that reconcile after this time.
+        self.started_at = time.monotonic()
         if self.image is None:
             lock = Path(tempfile.gettempdir()) / f"convoy-install-{self.installer.cluster}.lock"
             with filelock.FileLock(str(lock)):
@@ -622,7 +625,6 @@ class InClusterController:
             self.installer.run(scale_argv(k, kc, 1), "scaling the controller up")
             self.installer.wait_ready()
         self.started = True
-        self.started_at = time.monotonic()
         return self
 
     def installed_by(self) -> str:

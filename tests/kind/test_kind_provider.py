@@ -11,6 +11,7 @@ import datetime as dt
 import re
 import stat
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -386,6 +387,25 @@ def test_the_in_cluster_controller_restarts_by_scaling(tmp_path: Path) -> None:
         runner.argvs[first][-1] == "--replicas=0" and runner.argvs[first + 2][-1] == "--replicas=1"
     )
     assert not [a for a in runner.argvs[first:] if a[0] == "docker"], "a restart builds nothing"
+
+
+def test_the_in_cluster_controller_counts_its_start_from_before_the_pod_runs(
+    tmp_path: Path,
+) -> None:
+    """The restarted pod's initial list reconciles before it is ready: BACK-5's resync clock
+    must find that reconcile after `started_at`."""
+    scaled_up: list[float] = []
+
+    class Timed(Recorder):
+        def __call__(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+            if argv[-1] == "--replicas=1":
+                scaled_up.append(time.monotonic())
+            return super().__call__(argv)
+
+    controller = install_kind.InClusterController(installer(Timed(), tmp_path), resync=30)
+    controller.start()
+    controller.restart()
+    assert controller.started_at <= scaled_up[-1]
 
 
 def test_controller_args_replace_only_the_resync() -> None:
