@@ -77,8 +77,6 @@ class DeploymentController:
     selector: str = ""
     #: time.monotonic() of the last start (0: started before the suite): the resync restarts
     started_at: float = 0.0
-    #: the controller container's args as the suite found them, when it changed them
-    found_args: list[str] | None = None
 
     @classmethod
     def named(cls, api: client.ApiClient, reference: str) -> DeploymentController:
@@ -121,23 +119,23 @@ class DeploymentController:
         self._wait_rolled_out()
         return self
 
-    def run_with_resync(self, seconds: float) -> None:
+    def run_with_resync(self, seconds: float) -> list[str]:
         """Restart the controller with --resync=<seconds>, the flag the document names, in the
         args of the Deployment's first container (the long phase of a certifying run). It is
-        stopped first, so that no pod with the old flags reconciles meanwhile."""
+        stopped first, so that no pod with the old flags reconciles meanwhile. Returns the args
+        it found, for `restore`."""
         args = list(self._read().spec.template.spec.containers[0].args or [])
-        self.found_args = args
         self.stop()
         self._set_args([*without_resync(args), f"--resync={seconds:g}s"])
         self.start()
+        return args
 
-    def restore(self) -> None:
-        """Scale back to the replicas found at attach, if a test left it otherwise, and put
-        back the args the suite found: the suite leaves the vendor's controller as it found it,
-        also after a failed restart."""
-        if self.found_args is not None:
-            self._set_args(self.found_args)
-            self.found_args = None
+    def restore(self, args: list[str] | None = None) -> None:
+        """Put back `args` (what run_with_resync found), and scale back to the replicas found
+        at attach if a test left it otherwise: the suite leaves the vendor's controller as it
+        found it, also after a failed restart."""
+        if args is not None:
+            self._set_args(args)
         if self.replicas and self._read().spec.replicas != self.replicas:
             self._scale(self.replicas)
 

@@ -23,6 +23,7 @@ from conformance.session import (
     kind_provider,
     provider_choice,
 )
+from conformance.turns import STOPS_CONTROLLER
 
 pytest_plugins = ["conformance.fixtures.cluster", "conformance.fixtures.convoy"]
 
@@ -112,6 +113,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "long: needs the controller's resync above its ladder (the long phase of a certifying "
         "run: -m long)",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{STOPS_CONTROLLER}: stops the controller under test; where xdist workers share the "
+        "controller, it runs while no other test does",
     )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):

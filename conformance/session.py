@@ -34,6 +34,11 @@ def is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, XDIST_WORKER)
 
 
+def shared_run_id(config: pytest.Config) -> str:
+    """The part of the run ID that every xdist worker of the run has (RUN_ID adds the worker)."""
+    return config.stash[RUN_ID].split("-", 1)[0]
+
+
 def provider_choice(config: pytest.Config) -> Choice:
     """Decided once per run (the xdist controller decides for its workers), then cached."""
     if CHOICE not in config.stash:

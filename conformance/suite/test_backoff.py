@@ -398,6 +398,7 @@ def test_a_pinned_or_waiting_hold_resets_the_failure_count(
 
 
 @pytest.mark.clause("BACK-5.restart")
+@pytest.mark.stops_controller
 def test_a_controller_restart_resets_the_failure_count(
     release_with: Callable[..., Ladder], controller: ControllerUnderTest | None
 ) -> None:
