@@ -156,9 +156,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+#: pytest-timeout's per-test limit counts the test alone, not its fixtures: the first test of
+#: a worker carries the cluster's creation, the controller image's build and its rollout.
+TEST_BODY_ONLY = pytest.mark.timeout(func_only=True)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every clause a test names must be in the catalog (a bare rule ID is not a clause)."""
     for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(TEST_BODY_ONLY)
         unknown = catalog.unknown_ids(catalog.clauses_of(item))
         if unknown:
             rules = [catalog.BY_ID[i] for i in unknown if i in catalog.BY_ID]
