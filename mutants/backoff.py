@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from kubernetes import client
 
 from convoy import backoff, controller, workqueue
 from convoy.api import Reason
@@ -173,37 +172,54 @@ def pinned_keeps_count() -> None:
 
 
 # -- BACK-5 ------------------------------------------------------------------------------------
+#: Where count-survives-restart keeps the counts: a ConfigMap beside the controller (its
+#: namespace in a cluster, "default" for a host process), which a restarted pod still finds.
+COUNTS_CONFIGMAP = "convoy-mutant-failure-counts"
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
 @mutant("count-survives-restart", "BACK-5.restart")
 def count_survives_restart() -> None:
-    """Failure counts are saved to a file and restored when the controller restarts."""
+    """Failure counts are saved in a ConfigMap and restored when the controller restarts."""
 
-    def state_file(api_client) -> Path:
-        # One file per API server: runs against other clusters never read each other's counts.
-        server = hashlib.sha256(api_client.configuration.host.encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"convoy-mutant-counts-{os.getuid()}-{server}.json"
+    def namespace() -> str:
+        if _SERVICE_ACCOUNT_NAMESPACE.exists():
+            return _SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+        return "default"
 
-    def read(state: Path) -> dict[str, int]:
+    def read(core: client.CoreV1Api) -> dict[str, int]:
         try:
-            return json.loads(state.read_text())
-        except (OSError, ValueError):
+            found = core.read_namespaced_config_map(COUNTS_CONFIGMAP, namespace())
+        except client.ApiException:
             return {}
+        return json.loads((found.data or {}).get("counts") or "{}")
+
+    def write(core: client.CoreV1Api, counts: dict[str, int]) -> None:
+        body = {
+            "metadata": {"name": COUNTS_CONFIGMAP},
+            "data": {"counts": json.dumps(counts, sort_keys=True)},
+        }
+        try:  # a patch: in a cluster the controller may patch and create, not update
+            core.patch_namespaced_config_map(COUNTS_CONFIGMAP, namespace(), body)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+            core.create_namespaced_config_map(namespace(), body)
 
     @wrap(controller.Controller, "__init__")
     def init(original, self, api_client, *args, **kwargs) -> None:
         original(self, api_client, *args, **kwargs)
-        self.mutant_state = state_file(api_client)
-        for key, count in read(self.mutant_state).items():
+        self.mutant_core = client.CoreV1Api(api_client)
+        self.mutant_lock = threading.Lock()
+        for key, count in read(self.mutant_core).items():
             for _ in range(count):
                 self.queue._failures.record(key)
 
     @wrap(controller.Controller, "_requeue")
     def requeue(original, self, key: str, result) -> str:
         decided = original(self, key, result)
-        counts = read(self.mutant_state) | {key: self.queue.num_requeues(key)}
-        # Written aside and renamed: a controller stopped mid-write leaves the old file whole.
-        written = self.mutant_state.with_suffix(f".{threading.get_ident()}.tmp")
-        written.write_text(json.dumps(counts))
-        written.replace(self.mutant_state)
+        with self.mutant_lock:  # two workers never write over each other's count
+            write(self.mutant_core, read(self.mutant_core) | {key: self.queue.num_requeues(key)})
         return decided
 
 
