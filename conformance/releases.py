@@ -65,6 +65,11 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def same_second(a: datetime, b: datetime) -> bool:
+    """Request times are compared to the second (SYNC-4)."""
+    return a.replace(microsecond=0) == b.replace(microsecond=0)
+
+
 def condition(release: Obj, kind: str = "Applied") -> Obj | None:
     conditions = (release.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind), None)
@@ -440,3 +445,18 @@ def announce(what: str, seconds: float) -> None:
 
 def not_by_suite(attempt: Attempt) -> bool:
     return attempt.field_manager != SUITE_MANAGER
+
+
+def applied_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:
+    """A manual Release applied once (at a request in the past), with a new render waiting for
+    the next request."""
+    app = releases.app(name, **spec)
+    app.request_sync(at=mid_minute_ago())
+    app.wait_applied("True", "Applied")
+    app.set_content("v2")
+    return app
+
+
+def kinds(attempts: list[Attempt]) -> list[str]:
+    """Apply attempts as "dry-run" or "apply": a forced apply is an apply with no dry run."""
+    return ["dry-run" if a.dry_run else "apply" for a in attempts]

@@ -94,7 +94,9 @@ class Informer:
                 version = self._watch(version)
             except ApiException as error:
                 if error.status == 410:
-                    version = None  # expired: list again
+                    kind = self._resource.kind
+                    log.info("watch %s: resourceVersion %s expired; listing again", kind, version)
+                    version = None
                     continue
                 log.warning("watch %s failed: %s", self._resource.kind, error.reason)
                 self._stop.wait(_RETRY_SECONDS)

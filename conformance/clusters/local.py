@@ -12,6 +12,7 @@ import shutil
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.clusters import pki
@@ -133,6 +134,19 @@ class LocalControlPlane(Cluster):
         self.ports.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def restart(self, name: str, while_down: Callable[[], object] = lambda: None) -> None:
+        """Stop one part (SIGTERM), call `while_down`, start the part again with the same flags,
+        ports and data, and wait until the API server is ready: the project's fault tests."""
+        process = self.process(name)
+        process.stop()
+        while_down()
+        process.start()
+        self._wait_ready()
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.etcd_port}"
+
     def _port(self) -> int:
         port = reserve_port()
         self.ports.append(port)
@@ -174,10 +188,7 @@ class LocalControlPlane(Cluster):
 
     def _start_etcd(self) -> None:
         self.etcd_port, peer_port = self._port(), self._port()
-        client_url, peer_url = (
-            f"http://{LOOPBACK}:{self.etcd_port}",
-            f"http://{LOOPBACK}:{peer_port}",
-        )
+        client_url, peer_url = self.etcd_url, f"http://{LOOPBACK}:{peer_port}"
         self._spawn(
             "etcd",
             [
@@ -201,7 +212,7 @@ class LocalControlPlane(Cluster):
             "kube-apiserver",
             [
                 str(self.binaries.kube_apiserver),
-                f"--etcd-servers=http://{LOOPBACK}:{self.etcd_port}",
+                f"--etcd-servers={self.etcd_url}",
                 f"--secure-port={self.apiserver_port}",
                 f"--bind-address={LOOPBACK}",
                 f"--advertise-address={LOOPBACK}",

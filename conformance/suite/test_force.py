@@ -16,34 +16,20 @@ from conformance.releases import (
     SYNC_REQUESTED_AT,
     App,
     Releases,
+    applied_manual_app,
     condition_status,
-    mid_minute_ago,
+    kinds,
     parse_time,
 )
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
-from conformance.witness import Attempt
 
 AUTOMATIC = {"automatic": True}
-
-
-def applied_manual_app(releases: Releases, name: str = "web", **spec) -> App:
-    """A manual Release applied once (at a request in the past), with a new render waiting for
-    the next request."""
-    app = releases.app(name, **spec)
-    app.request_sync(at=mid_minute_ago())
-    app.wait_applied("True", "Applied")
-    app.set_content("v2")
-    return app
 
 
 def request_forced_sync(app: App) -> datetime:
     """A forced request a second after the last handled one, so that it is pending too."""
     return parse_time(app.request_sync(at=app.next_pending_time(), force=True))
-
-
-def kinds(attempts: list[Attempt]) -> list[str]:
-    return ["dry-run" if a.dry_run else "apply" for a in attempts]
 
 
 def wait_force_handled(app: App, written: datetime) -> None:

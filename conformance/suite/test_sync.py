@@ -24,6 +24,7 @@ from conformance.releases import (
     mid_minute_ago,
     parse_time,
     rfc3339,
+    same_second,
 )
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
@@ -46,10 +47,6 @@ def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
 
 def last_handled(app: App) -> datetime:
     return parse_time(app.status()["lastHandledSyncAt"])
-
-
-def same_second(a: datetime, b: datetime) -> bool:
-    return a.replace(microsecond=0) == b.replace(microsecond=0)
 
 
 def wait_handled(app: App, request: datetime) -> None:

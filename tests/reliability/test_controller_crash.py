@@ -1,0 +1,95 @@
+"""A controller killed with SIGKILL loses no pending request, and handles a forced one once.
+
+The reference controller runs as a host process on the local control plane; the tests kill it
+with SIGKILL (no shutdown code runs) and start it again. What it must do after the restart is
+read from the cluster only: the applied object, the status' handled times, and the witness'
+record of apply attempts (a forced apply is an apply with no dry run before it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from conformance.clusters.processes import kill_now
+from conformance.controllers import HostController
+from conformance.releases import Releases, applied_manual_app, kinds, parse_time
+from conformance.timing import Timing
+from tests.helpers import FORCE_HANDLED, HANDLED, wait_handled
+
+
+@pytest.fixture
+def killable(controller: HostController) -> Iterator[HostController]:
+    """The session's controller, started again after the test whatever it left."""
+    try:
+        yield controller
+    finally:
+        if not (controller.process and controller.process.alive()):
+            controller.start()
+
+
+def crash(controller: HostController) -> None:
+    assert controller.process is not None
+    kill_now(controller.process)
+
+
+def test_a_sync_requested_while_the_controller_was_down_is_applied_after_its_restart(
+    releases: Releases, killable: HostController
+) -> None:
+    app = applied_manual_app(releases)
+    crash(killable)
+    written = parse_time(app.request_sync(at=app.next_pending_time()))
+    killable.start()
+    app.wait_content("v2")
+    wait_handled(app, HANDLED, written)
+
+
+def test_a_sync_whose_apply_the_kill_cut_short_is_applied_after_the_restart(
+    releases: Releases, killable: HostController, timing: Timing
+) -> None:
+    """The witness holds the apply at a gate; the controller dies while it waits there."""
+    app = applied_manual_app(releases)
+    gate = releases.recorder.gate(name=app.object_name, dry_run=False)
+    written = parse_time(app.request_sync(at=app.next_pending_time()))
+    gate.wait_entered(timing.reconcile)
+    crash(killable)
+    gate.open()
+    killable.start()
+    app.wait_content("v2")
+    wait_handled(app, HANDLED, written)
+
+
+def test_a_forced_sync_cut_short_by_the_kill_is_handled_once_after_the_restart(
+    releases: Releases, killable: HostController, timing: Timing
+) -> None:
+    app = applied_manual_app(releases)
+    gate = releases.recorder.gate(name=app.object_name, dry_run=False)
+    forced = parse_time(app.request_sync(at=app.next_pending_time(), force=True))
+    gate.wait_entered(timing.reconcile)
+    crash(killable)
+    gate.open()
+    restarted = releases.recorder.mark()
+    killable.start()
+    wait_handled(app, FORCE_HANDLED, forced)
+    assert kinds(app.attempts(since=restarted)) == ["apply"], "the forced apply after the restart"
+    since = releases.recorder.mark()
+    app.request_sync(at=app.next_pending_time())  # an ordinary request: the force is spent
+    app.wait_attempts(since=since)
+    assert kinds(app.attempts(since=since)) == ["dry-run", "apply"]
+
+
+def test_a_forced_sync_handled_before_the_kill_is_not_handled_again(
+    releases: Releases, killable: HostController, timing: Timing
+) -> None:
+    """The restarted controller's initial list reconciles the Release: nothing is pending, so
+    nothing is applied, forced or not, over a quiet period after it is ready."""
+    app = applied_manual_app(releases)
+    forced = parse_time(app.request_sync(at=app.next_pending_time(), force=True))
+    wait_handled(app, FORCE_HANDLED, forced)
+    app.wait_content("v2")
+    crash(killable)
+    restarted = releases.recorder.mark()
+    killable.start()
+    written = releases.recorder.quiet(timing.quiet, since=restarted, name=app.object_name)
+    assert written == [], f"written after the restart with nothing pending: {kinds(written)}"
