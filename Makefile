@@ -15,7 +15,7 @@ WORKERS ?= 3
 # controller) fit 2 cores and bring its wall time near its longest test.
 SUITE_WORKERS ?= 8
 
-.PHONY: conformance certify test lint binaries mutants
+.PHONY: conformance certify test lint binaries mutants soak
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,3 +45,7 @@ test: lint binaries
 
 mutants: binaries
 	$(BIN)/convoy-conformance mutants --run $(TEST_CLUSTER) $(FAST) $(ARGS)
+
+# The whole suite ten times in a row on the local control plane; every run must pass.
+soak: binaries
+	$(BIN)/python benchmarks/soak.py $(ARGS)
