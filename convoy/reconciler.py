@@ -164,6 +164,8 @@ class Reconciler:
         if failure and self._rollouts.start_if_new(key, result.status, current.ref, forced):
             result.recheck(failure.health_timeout)
         self._remembered_apply(release, target, result, current)
+        if failure:  # a render its own assessment finds Healthy ends its rollout here
+            self._check_rollout(release, target, result, failure)
         if not lifecycle.post_apply:
             return None
         if not _healthy(result, current.ref):

@@ -55,6 +55,21 @@ def test_a_rollout_succeeds_when_its_render_is_healthy(engine: Engine) -> None:
     assert done["startedAt"] == started["startedAt"]
 
 
+def test_a_render_healthy_at_its_own_assessment_ends_its_rollout_in_that_reconcile(
+    engine: Engine,
+) -> None:
+    """The Widget is Healthy before the controller applies it: the reconcile's own assessment
+    finds the render Healthy, and that reconcile goes on with it (no /sync, no other event)."""
+    engine.widgets.create(body=widget("w"), namespace=engine.namespace)
+    engine.set_widget("w")
+    app = engine.app(
+        "web", extra=[widget("w")], sync_policy=AUTOMATIC, failurePolicy={"healthTimeout": "1h"}
+    )
+    release = app.wait_for(lambda r: condition(r, "Healthy") is not None, "a Healthy condition")
+    assert condition(release, "Healthy")["status"] == "True", condition(release, "Healthy")
+    assert rollout_of(release).get("phase") == "Succeeded", rollout_of(release)
+
+
 def test_halt_fails_and_a_forced_sync_starts_a_new_rollout(engine: Engine) -> None:
     app = engine.app(
         "web", extra=[widget("w")], sync_policy=AUTOMATIC, failurePolicy={"healthTimeout": "2s"}
