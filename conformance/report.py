@@ -72,6 +72,8 @@ class ReportPlugin:
         self.results: dict[str, TestResult] = {}
         self.deselected = 0
         self.environment: dict[str, Any] = {}
+        #: the report this process wrote, and where (None on xdist workers, or none written)
+        self.written: tuple[dict[str, Any], Path] | None = None
         self.phase: str | None = config.getoption("certify_phase", None)
         #: The report of the phase before this one, whose results this report carries on.
         self.previous: dict[str, Any] | None = None
@@ -117,7 +119,14 @@ class ReportPlugin:
             return
         directory = self.config.getoption("report_dir")
         if directory and self.results:
-            write(self.build(), Path(directory))
+            self.written = (self.build(), Path(directory))
+            write(*self.written)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The run's verdict, why it does not certify, and where the report is."""
+        if self.written is not None:
+            for line in verdict_lines(*self.written):
+                terminalreporter.write_line(line)
 
     # -- building ----------------------------------------------------------------------------
     def build(self) -> dict[str, Any]:
@@ -264,6 +273,27 @@ def _rule_entry(rule: catalog.Rule, results: list[TestResult]) -> dict[str, Any]
         "result": _verdict({c["result"] for c in clauses}),
         "clauses": clauses,
     }
+
+
+#: How many non-certifying reasons the terminal shows (the report has them all).
+REASONS_SHOWN = 15
+
+
+def verdict_lines(report: dict[str, Any], directory: Path) -> list[str]:
+    clauses = report["clauseSummary"]
+    counted = ", ".join(f"{n} {state}" for state, n in clauses.items() if n)
+    verdict = "CERTIFYING" if report["certifying"] else "NOT CERTIFYING"
+    lines = [f"convoy conformance: {verdict} ({sum(clauses.values())} clauses: {counted})"]
+    reasons = report["nonCertifyingReasons"]
+    lines += [f"  - {reason}" for reason in reasons[:REASONS_SHOWN]]
+    if len(reasons) > REASONS_SHOWN:
+        lines.append(f"  ... and {len(reasons) - REASONS_SHOWN} more in the report")
+    files = ", ".join(str(directory / name) for name in REPORT_FILES)
+    return [*lines, f"  report: {files}"]
+
+
+#: What `write` puts in the report directory (the JUnit file comes from pytest).
+REPORT_FILES = ("conformance-report.yaml", "conformance-report.html", "junit.xml")
 
 
 def write(report: dict[str, Any], directory: Path) -> None:

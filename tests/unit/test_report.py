@@ -218,3 +218,39 @@ def test_a_long_phase_without_the_shipped_one_does_not_certify(pytester: pytest.
     alone = run_phase(pytester, "long", "out", "--timing", f"controller_resync={LONG_RESYNC:g}")
     assert any("must follow the phases ['shipped']" in r for r in alone["nonCertifyingReasons"])
     assert alone["certifying"] is False
+
+
+def test_the_terminal_tells_the_verdict_its_reasons_and_the_report_files(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(every_clause_passing())
+    shipped = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        report.PHASES["shipped"],
+        "--certify-phase=shipped",
+        "--report-dir=shipped",
+        *METADATA,
+    )
+    shipped.stdout.fnmatch_lines(
+        [
+            "convoy conformance: NOT CERTIFYING (128 clauses: 126 passed, 2 skipped)",
+            "  - only the shipped phase of the certifying run ran so far",
+            "  report: shipped/conformance-report.yaml, shipped/conformance-report.html, "
+            "shipped/junit.xml",
+        ]
+    )
+    both = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        report.PHASES["long"],
+        "--certify-phase=long",
+        "--report-dir=out",
+        "--previous-phase=shipped/conformance-report.yaml",
+        "--timing",
+        f"controller_resync={LONG_RESYNC:g}",
+        *METADATA,
+    )
+    both.stdout.fnmatch_lines(["convoy conformance: CERTIFYING (128 clauses: 128 passed)"])
