@@ -1,0 +1,316 @@
+"""The reference controller against the sync-policy model (conformance/model.py): generated
+sequences of events, each step's observations checked against the model's prediction.
+
+hypothesis' stateful testing draws the sequences: /sync requests at chosen times (the same
+second as the last handled one, the next second, an earlier one, now), forced or not; new
+renders; mode switches; applies the witness refuses; other annotations; controller restarts.
+Each step waits for a resync-free slot, causes its event on the cluster and in the model, and
+then checks what the witness recorded (dry runs and applies, in order, and the delay of each
+retry) and what the Release says (Applied, the handled times, the applied render) against the
+model. A failure shrinks to a short sequence that hypothesis prints as steps.
+
+No interval is generated (the periodic reconcile would add reconciles of its own), and retry
+delays stay short so that a sequence runs in seconds. CONVOY_MODEL_PROFILE=long runs more and
+longer sequences.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+
+from conformance.controllers import HostController
+from conformance.model import Prediction, ReleaseModel, RetryBackoff
+from conformance.releases import App, Releases, condition, kinds, not_by_suite, parse_time
+from conformance.resync import ResyncClock
+from conformance.timing import Timing
+from conformance.witness import Attempt
+
+PROFILES = {
+    # The same sequences at every run: a CI run is repeatable; the long profile draws anew.
+    "ci": {"max_examples": 10, "stateful_step_count": 8, "derandomize": True},
+    "long": {"max_examples": 40, "stateful_step_count": 12},
+}
+#: retryBackoff values small enough for a sequence to run in seconds
+BACKOFFS = {
+    "1s-x2": RetryBackoff(1.0, 2.0),
+    "500ms-x1": RetryBackoff(0.5, 1.0),
+    "500ms-x3-max1s": RetryBackoff(0.5, 3.0, 1.0),
+}
+#: How long a step may take: its reconciles, two short retries, and the settle period after.
+STEP_SECONDS = 12.0
+#: Request times relative to the last handled one (now, when there is none).
+OFFSETS = {"same-second": 0.0, "next-second": 1.0, "earlier": -5.0, "now": None}
+
+
+def seconds_text(seconds: float) -> str:
+    return f"{seconds * 1000:g}ms"
+
+
+def backoff_spec(backoff: RetryBackoff) -> dict[str, Any]:
+    assert backoff.initial is not None
+    spec: dict[str, Any] = {"initial": seconds_text(backoff.initial), "factor": backoff.factor}
+    return spec | ({"max": seconds_text(backoff.max)} if backoff.max is not None else {})
+
+
+@dataclass
+class World:
+    """What the machine drives: the test's fixtures."""
+
+    releases: Releases
+    controller: HostController
+    clock: ResyncClock
+    timing: Timing
+    created: int = 0
+
+
+@dataclass
+class Driver:
+    """One Release on the cluster and its model, moved together step by step."""
+
+    world: World
+    app: App
+    model: ReleaseModel
+    #: applies the witness is still to refuse
+    refusals: int = 0
+    steps: list[str] = field(default_factory=list)
+    #: the witness' time at the end of the last step
+    checked_until: float = 0.0
+
+    def step(
+        self, what: str, event: Callable[[ReleaseModel], bool], act: Callable[[], object]
+    ) -> None:
+        """Cause `event` on the cluster (`act`) and in the model, then check the outcome."""
+        self.world.clock.quiet_slot(STEP_SECONDS)
+        self._account_for_a_resync()
+        self.steps.append(what)
+        recorder = self.world.releases.recorder
+        since = recorder.mark()
+        act()
+        predictions = self._predict() if event(self.model) else []
+        expected = [kind for p in predictions for kind in expected_kinds(p)]
+        if expected:
+            recorder.wait_for(
+                count=len(expected),
+                since=since,
+                timeout=self.world.timing.reconcile + sum(retry_delays(predictions)),
+                name=self.app.object_name,
+                where=not_by_suite,
+            )
+        self.app.settle()
+        attempts = self.app.attempts(since=since)
+        history = " -> ".join(self.steps)
+        assert kinds(attempts) == expected, f"{history}: attempts {kinds(attempts)}"
+        self._check_retries(attempts, predictions, history)
+        self._check_status(predictions[-1] if predictions else None, history)
+        # A refusal no apply used (a request that was not pending) ends with its step.
+        recorder.allow_all()
+        self.refusals = 0
+        self.checked_until = recorder.mark()
+
+    def _account_for_a_resync(self) -> None:
+        """Between two steps only a resync tick reconciles the Release (every retry ends
+        within its step): what the controller did then is the model's resync, checked too."""
+        between = self.app.attempts(since=self.checked_until) if self.checked_until else []
+        if not between:
+            return
+        self.steps.append("(resync)")
+        self.model.resync()
+        expected = [kind for p in self._predict() for kind in expected_kinds(p)]
+        history = " -> ".join(self.steps)
+        assert kinds(between) == expected, f"{history}: attempts {kinds(between)}"
+
+    def _predict(self) -> list[Prediction]:
+        """The reconcile the event starts, and the retries its failures schedule."""
+        predictions: list[Prediction] = []
+        while True:
+            self.model.refuse_applies(self.refusals > 0)
+            predictions.append(self.model.reconcile())
+            if predictions[-1].reason == "DeployFailed":
+                self.refusals -= 1
+            if predictions[-1].due.requeue is None:
+                return predictions
+
+    def _check_retries(
+        self, attempts: list[Attempt], predictions: list[Prediction], history: str
+    ) -> None:
+        """Each retry comes its backoff delay after the refused apply, never sooner."""
+        timing, spans = self.world.timing, reconcile_spans(attempts, predictions)
+        for (_, failed), (retry, _), delay in zip(
+            spans, spans[1:], retry_delays(predictions), strict=False
+        ):
+            gap = retry.at - failed.at
+            assert gap >= delay - timing.lead(delay), (
+                f"{history}: a retry {gap:.3f} s after a failure; the backoff is {delay:g} s"
+            )
+            assert gap <= delay + timing.slack(delay, latency=1.0), (
+                f"{history}: a retry {gap:.3f} s after a failure; the backoff is {delay:g} s"
+            )
+
+    def _check_status(self, last: Prediction | None, history: str) -> None:
+        release = self.app.get()
+        status = release.get("status") or {}
+        if last is not None:
+            applied = condition(release) or {}
+            found = (applied.get("status"), applied.get("reason"))
+            assert found == (last.applied, last.reason), f"{history}: Applied is {found}"
+        for name, expected in (
+            ("lastHandledSyncAt", self.model.last_handled_sync),
+            ("lastHandledForceSyncAt", self.model.last_handled_force),
+        ):
+            written = parse_time(status[name]) if status.get(name) else None
+            assert written == expected, f"{history}: {name} {written}, the model says {expected}"
+        live = (self.app.live_object() or {}).get("data", {}).get("content")
+        assert live == self.model.last_successful, f"{history}: {live} applied"
+
+
+def expected_kinds(prediction: Prediction) -> list[str]:
+    return ["dry-run"] * prediction.dry_run + ["apply"] * prediction.apply
+
+
+def retry_delays(predictions: list[Prediction]) -> list[float]:
+    return [p.due.requeue for p in predictions if p.due.requeue is not None]
+
+
+def reconcile_spans(
+    attempts: list[Attempt], predictions: list[Prediction]
+) -> list[tuple[Attempt, Attempt]]:
+    """The first and last attempt of each predicted reconcile that makes any."""
+    spans, index = [], 0
+    for prediction in predictions:
+        count = len(expected_kinds(prediction))
+        if count:
+            spans.append((attempts[index], attempts[index + count - 1]))
+        index += count
+    return spans
+
+
+class SyncPolicyMachine(RuleBasedStateMachine):
+    world: World
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.driver: Driver | None = None
+
+    @initialize(automatic=st.booleans(), backoff=st.sampled_from(sorted(BACKOFFS)))
+    def create(self, automatic: bool, backoff: str) -> None:
+        world = self.world
+        world.created += 1
+        policy = {"automatic": automatic, "retryBackoff": backoff_spec(BACKOFFS[backoff])}
+        model = ReleaseModel(automatic=automatic, backoff=BACKOFFS[backoff])
+        app = App(world.releases, f"web-{world.created}")
+        self.driver = Driver(world, app, model)
+        self.driver.step(
+            f"create({'automatic' if automatic else 'manual'}, {backoff})",
+            lambda m: m.create(),
+            lambda: world.releases.app(app.name, sync_policy=policy),
+        )
+
+    def teardown(self) -> None:
+        """The next sequence starts with a Release of its own, alone in the namespace."""
+        if self.driver is not None:
+            print(f"sequence {self.driver.app.name}: {' -> '.join(self.driver.steps)}")
+            self.world.releases.resource.delete(
+                name=self.driver.app.name, namespace=self.driver.app.namespace
+            )
+
+    @rule(offset=st.sampled_from(sorted(OFFSETS)), force=st.booleans())
+    def sync(self, offset: str, force: bool) -> None:
+        driver = self.driver
+        assert driver is not None
+        at = request_time(driver.model, OFFSETS[offset])
+        driver.step(
+            f"sync({offset}{', force' if force else ''})",
+            lambda m: m.request_sync(at, force=force),
+            lambda: driver.app.request_sync(at=at, force=force),
+        )
+
+    @rule()
+    def new_render(self) -> None:
+        driver = self.driver
+        assert driver is not None
+        content = f"v{len(driver.steps) + 1}"
+        driver.step(
+            f"render({content})",
+            lambda m: m.edit_source(content),
+            lambda: driver.app.set_content(content),
+        )
+
+    @rule()
+    def switch_mode(self) -> None:
+        driver = self.driver
+        assert driver is not None
+        automatic = not driver.model.automatic
+        driver.step(
+            f"mode({'automatic' if automatic else 'manual'})",
+            lambda m: m.edit_spec(automatic=automatic),
+            lambda: driver.app.patch({"spec": {"syncPolicy": {"automatic": automatic}}}),
+        )
+
+    @rule(times=st.integers(1, 2))
+    def refuse_applies(self, times: int) -> None:
+        """The next `times` applies are refused; a sync asks for one at once."""
+        driver = self.driver
+        assert driver is not None
+        driver.refusals = times
+        driver.world.releases.recorder.deny(times=times, name=driver.app.object_name, dry_run=False)
+        at = request_time(driver.model, None)
+        driver.step(
+            f"refuse({times}) and sync",
+            lambda m: m.request_sync(at),
+            lambda: driver.app.request_sync(at=at),
+        )
+
+    @rule()
+    def other_annotation(self) -> None:
+        driver = self.driver
+        assert driver is not None
+        note = {"example.com/note": str(len(driver.steps))}
+        driver.step(
+            "annotate(example.com/note)",
+            lambda m: m.edit_other_metadata(),
+            lambda: driver.app.annotate(note),
+        )
+
+    @rule()
+    def restart(self) -> None:
+        driver = self.driver
+        assert driver is not None
+        driver.step("restart", lambda m: m.restart(), driver.world.controller.restart)
+
+
+def request_time(model: ReleaseModel, offset: float | None) -> datetime:
+    """A request `offset` seconds from the last handled second (+0.4 s); now without one."""
+    base = model.last_handled_sync
+    if offset is None or base is None:
+        return datetime.now(UTC)
+    return base + timedelta(seconds=offset + 0.4)
+
+
+@pytest.mark.timeout(3600)  # the long profile's 40 sequences take about 12 minutes
+def test_generated_sequences_match_the_model(
+    releases: Releases,
+    controller: HostController,
+    resync_clock: ResyncClock,
+    timing: Timing,
+) -> None:
+    profile = PROFILES[os.environ.get("CONVOY_MODEL_PROFILE", "ci")]
+    SyncPolicyMachine.world = World(releases, controller, resync_clock, timing)
+    run_state_machine_as_test(
+        SyncPolicyMachine,
+        settings=settings(
+            **profile,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+    print(f"model-based: {SyncPolicyMachine.world.created} sequences, profile {profile}")
