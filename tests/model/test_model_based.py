@@ -11,7 +11,7 @@ model. A failure shrinks to a short sequence that hypothesis prints as steps.
 
 No interval is generated (the periodic reconcile would add reconciles of its own), and retry
 delays stay short so that a sequence runs in seconds. CONVOY_MODEL_PROFILE=long runs more and
-longer sequences.
+longer sequences; CONVOY_MODEL_PROFILE=kill the CI sequences without shrinking.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
@@ -34,10 +34,13 @@ from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import Attempt
 
+#: The same sequences at every run: a CI run is repeatable; the long profile draws anew.
+CI_PROFILE: dict[str, Any] = {"max_examples": 10, "stateful_step_count": 8, "derandomize": True}
 PROFILES = {
-    # The same sequences at every run: a CI run is repeatable; the long profile draws anew.
-    "ci": {"max_examples": 10, "stateful_step_count": 8, "derandomize": True},
+    "ci": CI_PROFILE,
     "long": {"max_examples": 40, "stateful_step_count": 12},
+    # The CI sequences without shrinking: a kill table against mutants in minutes.
+    "kill": {**CI_PROFILE, "phases": [Phase.explicit, Phase.generate]},
 }
 #: retryBackoff values small enough for a sequence to run in seconds
 BACKOFFS = {
