@@ -91,7 +91,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
 
     started = time.monotonic()
     baseline, outcomes = mutation.kill_run(
-        runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress
+        runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress, args.tests
     )
     wrong = [o for o in (baseline, *outcomes) if not o.as_expected]
     killed = sum(o.killed for o in outcomes if not o.must_pass)
@@ -226,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument("--json", action="store_true", help="machine-readable list")
     mutants.add_argument("--run", action="store_true", help="run the kill run")
     mutants.add_argument("--only", nargs="*", help="these mutants only")
+    mutants.add_argument(
+        "--tests",
+        nargs="+",
+        help="run these tests (paths or node IDs) against every mutant, the baseline and the "
+        "variants, instead of each mutant's clause tests: the kill table of one part",
+    )
     mutants.add_argument("--parallel", type=int, default=4, help="pytest runs at a time")
     mutants.add_argument(
         "--workers",

@@ -152,18 +152,24 @@ class Job:
 
 
 def jobs(
-    mutants: list[Mutant], suite_dir: Path, tests_by_clause: dict[str, list[str]], workers: int
+    mutants: list[Mutant],
+    suite_dir: Path,
+    tests_by_clause: dict[str, list[str]],
+    workers: int,
+    tests: list[str] | None = None,
 ) -> list[Job]:
     """The baseline and each benign variant run the whole suite and must pass it; a mutant
-    runs the tests of its clauses and stops at the first failure (a kill). Longest first, so
-    that the runs at a time stay busy to the end."""
+    runs the tests of its clauses and stops at the first failure (a kill). With `tests`, every
+    run runs those instead (the kill table of one part, the model-based run say). Longest
+    first, so that the runs at a time stay busy to the end."""
     whole = ["-n", str(workers), "--dist", "worksteal"]
-    found = [Job(BASELINE, [str(suite_dir)], None, whole)]
-    found += [Job(m.name, [str(suite_dir)], m, whole) for m in mutants if m.benign]
+    everything = tests or [str(suite_dir)]
+    found = [Job(BASELINE, everything, None, whole)]
+    found += [Job(m.name, everything, m, whole) for m in mutants if m.benign]
     chosen = [m for m in mutants if not m.benign]
     for mutant in sorted(chosen, key=lambda m: m.phase is None):
-        tests = selection(mutant.clauses, tests_by_clause)
-        found.append(Job(mutant.name, tests, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
+        selected = tests or selection(mutant.clauses, tests_by_clause)
+        found.append(Job(mutant.name, selected, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
     return found
 
 
@@ -175,6 +181,7 @@ def kill_run(
     parallel: int,
     workers: int,
     progress: Callable[[Outcome], None],
+    tests: list[str] | None = None,
 ) -> tuple[Outcome, list[Outcome]]:
     """Run the baseline (the whole suite on the reference controller), every variant and every
     mutant, `parallel` runs at a time; return the baseline's outcome and the others'."""
@@ -190,7 +197,7 @@ def kill_run(
                 workdir,
                 [*pytest_args, *job.options],
             )
-            for job in jobs(mutants, suite_dir, tests_by_clause, workers)
+            for job in jobs(mutants, suite_dir, tests_by_clause, workers, tests)
         ]
         outcomes = []
         for future in as_completed(futures):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.mutation import MESSAGE_CHARS, read_junit
+from conformance.mutation import MESSAGE_CHARS, jobs, read_junit
+from mutants import load
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -39,3 +40,17 @@ def test_a_run_is_read_test_by_test_with_what_pytest_said_of_each_failure(
 def test_a_run_that_wrote_no_junit_file_is_an_error(tmp_path: Path) -> None:
     outcome = read_junit(tmp_path / "missing.xml", "run", 1.0)
     assert outcome.errors and not outcome.passed and not outcome.as_expected
+
+
+def test_with_tests_given_every_run_runs_them_instead_of_its_clause_tests() -> None:
+    loaded = load()
+    chosen = [loaded["sub-second-comparison"], loaded["one-worker"]]
+    by_clause = {"SYNC-4.same-second": ["conformance/suite/test_sync.py::test_x"]}
+    default = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2)}
+    assert default == {
+        "baseline": ["suite"],
+        "one-worker": ["suite"],
+        "sub-second-comparison": ["conformance/suite/test_sync.py::test_x"],
+    }
+    given = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2, ["tests/model"])}
+    assert set(map(tuple, given.values())) == {("tests/model",)}
