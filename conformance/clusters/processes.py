@@ -16,10 +16,25 @@ class ChildDied(RuntimeError):
     """A managed child exited while it was needed; the message names it and shows its log."""
 
 
+#: Signals a child must be able to receive whatever the starting thread blocked at that moment
+#: (a signal mask is inherited; multiprocessing blocks SIGINT and SIGTERM while it starts
+#: its resource tracker): SIGTERM is how a child is stopped, SIGINT how a run is interrupted.
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _die_with_parent() -> None:
-    """Linux: the kernel kills the child when the process that started it dies (also SIGKILL)."""
+    """Linux: the kernel kills the child when the process that started it dies (also SIGKILL);
+    the stop signals are unblocked and at their defaults, as in a process a shell starts."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    unblock_stop_signals()
+
+
+def unblock_stop_signals() -> None:
+    """For a child between fork and exec: the stop signals unblocked and at their defaults."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from conformance.clusters.base import Cluster
+from conformance.clusters.processes import unblock_stop_signals
 from conformance.namespaces import RUN_LABEL, sweep_namespaces
 from tests.helpers import namespace_deleted, pid_running, wait_until
 
@@ -50,6 +51,7 @@ def inner_run(directory: Path, source: str, *args: str) -> subprocess.Popen[str]
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=unblock_stop_signals,  # a run started from a shell, whatever this worker did
     )
 
 
