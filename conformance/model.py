@@ -180,19 +180,11 @@ class ReleaseModel:
     @property
     def sync_pending(self) -> bool:
         """Manual mode: the annotation is later than lastHandledSyncAt, to the second."""
-        if self.sync_requested_at is None:
-            return False
-        return self.last_handled_sync is None or second(self.sync_requested_at) > (
-            self.last_handled_sync
-        )
+        return _later(self.sync_requested_at, self.last_handled_sync)
 
     @property
     def force_pending(self) -> bool:
-        if self.force_requested_at is None:
-            return False
-        return self.last_handled_force is None or second(self.force_requested_at) > (
-            self.last_handled_force
-        )
+        return _later(self.force_requested_at, self.last_handled_force)
 
     def reconcile(self) -> Prediction:
         """Predict one reconcile and take its effects into the state."""
@@ -243,6 +235,13 @@ class ReleaseModel:
             last_handled_force=self.last_handled_force,
             due=due,
         )
+
+
+def _later(requested: datetime | None, handled: datetime | None) -> bool:
+    """A request is pending when its second is later than the last handled one."""
+    if requested is None:
+        return False
+    return handled is None or second(requested) > handled
 
 
 def _manual_reason(in_sync: bool) -> str:

@@ -9,12 +9,13 @@ record of apply attempts (a forced apply is an apply with no dry run before it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
 from conformance.clusters.processes import kill_now
 from conformance.controllers import HostController
-from conformance.releases import Releases, applied_manual_app, kinds, parse_time
+from conformance.releases import App, Releases, applied_manual_app, kinds, parse_time
 from conformance.timing import Timing
 from tests.helpers import FORCE_HANDLED, HANDLED, wait_handled
 
@@ -34,6 +35,19 @@ def crash(controller: HostController) -> None:
     kill_now(controller.process)
 
 
+def crash_while_applying(
+    releases: Releases, app: App, controller: HostController, timing: Timing, *, force: bool
+) -> datetime:
+    """Request a sync; the witness holds its apply at a gate while the controller is killed.
+    Returns the request's time."""
+    gate = releases.recorder.gate(name=app.object_name, dry_run=False)
+    written = parse_time(app.request_sync(at=app.next_pending_time(), force=force))
+    gate.wait_entered(timing.reconcile)
+    crash(controller)
+    gate.open()
+    return written
+
+
 def test_a_sync_requested_while_the_controller_was_down_is_applied_after_its_restart(
     releases: Releases, killable: HostController
 ) -> None:
@@ -50,11 +64,7 @@ def test_a_sync_whose_apply_the_kill_cut_short_is_applied_after_the_restart(
 ) -> None:
     """The witness holds the apply at a gate; the controller dies while it waits there."""
     app = applied_manual_app(releases)
-    gate = releases.recorder.gate(name=app.object_name, dry_run=False)
-    written = parse_time(app.request_sync(at=app.next_pending_time()))
-    gate.wait_entered(timing.reconcile)
-    crash(killable)
-    gate.open()
+    written = crash_while_applying(releases, app, killable, timing, force=False)
     killable.start()
     app.wait_content("v2")
     wait_handled(app, HANDLED, written)
@@ -64,11 +74,7 @@ def test_a_forced_sync_cut_short_by_the_kill_is_handled_once_after_the_restart(
     releases: Releases, killable: HostController, timing: Timing
 ) -> None:
     app = applied_manual_app(releases)
-    gate = releases.recorder.gate(name=app.object_name, dry_run=False)
-    forced = parse_time(app.request_sync(at=app.next_pending_time(), force=True))
-    gate.wait_entered(timing.reconcile)
-    crash(killable)
-    gate.open()
+    forced = crash_while_applying(releases, app, killable, timing, force=True)
     restarted = releases.recorder.mark()
     killable.start()
     wait_handled(app, FORCE_HANDLED, forced)
