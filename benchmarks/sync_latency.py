@@ -23,6 +23,7 @@ from conformance import manifests
 from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
+from conformance.kube import dynamic_api
 from conformance.releases import API_VERSION, SYNC_REQUESTED_AT, content_object, rfc3339
 
 NAMESPACE = "bench"
@@ -39,7 +40,7 @@ def setup(api: client.ApiClient) -> dynamic.Resource:
             "data": {"manifests.yaml": yaml.safe_dump(content_object("content", "v1"))},
         },
     )
-    releases = dynamic.DynamicClient(api).resources.get(api_version=API_VERSION, kind="Release")
+    releases = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
     releases.create(
         namespace=NAMESPACE,
         body={

@@ -8,6 +8,7 @@ environment variable that only the mutant runner sets.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -72,9 +73,17 @@ class HostController:
     #: time.monotonic() of the last start: a restart starts the resync period anew
     started_at: float = 0.0
 
+    @property
+    def temp_dir(self) -> Path:
+        """The process's TMPDIR, removed at stop: a controller the suite kills (or a mutant that
+        crashes) cannot remove its own temporary files."""
+        return self.log_path.with_name(f"{self.log_path.stem}-tmp")
+
     def start(self) -> HostController:
         port = reserve_port()
-        env = {**os.environ, MUTANT_VARIABLE: self.mutant} if self.mutant else None
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(self.temp_dir)}
+        env |= {MUTANT_VARIABLE: self.mutant} if self.mutant else {}
         self.process = ManagedProcess("convoy controller", self.argv(port), self.log_path, env)
         self.started_at = time.monotonic()
         self.process.start()
@@ -86,6 +95,7 @@ class HostController:
     def stop(self) -> None:
         if self.process:
             self.process.stop()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def restart(self) -> None:
         self.stop()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from kubernetes import client, dynamic
+from kubernetes import client
 
+from conformance.kube import dynamic_api
 from conformance.releases import API_VERSION
 
 LOG_LINES = 60
@@ -28,7 +29,7 @@ def collect(api: client.ApiClient, namespace: str, controller: Any | None) -> st
 
 
 def _releases(api: client.ApiClient, namespace: str) -> str:
-    resource = dynamic.DynamicClient(api).resources.get(api_version=API_VERSION, kind="Release")
+    resource = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
     items = resource.get(namespace=namespace).to_dict()["items"]
     shown = [
         {

@@ -6,8 +6,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 from kubernetes import client
+from kubernetes.dynamic import DynamicClient
+
+from convoy.discovery import dynamic_client
 
 T = TypeVar("T")
 
@@ -65,3 +69,13 @@ def _decode(data: bytes | str | None) -> Any:
         return json.loads(data)
     except ValueError:
         return data.decode() if isinstance(data, bytes) else data
+
+
+_dynamic_clients: WeakKeyDictionary[client.ApiClient, DynamicClient] = WeakKeyDictionary()
+
+
+def dynamic_api(api: client.ApiClient) -> DynamicClient:
+    """One dynamic client per API client, its discovery in memory (convoy.discovery)."""
+    if api not in _dynamic_clients:
+        _dynamic_clients[api] = dynamic_client(api)
+    return _dynamic_clients[api]

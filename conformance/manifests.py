@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, dynamic
+from kubernetes import client
 
+from conformance.kube import dynamic_api
 from conformance.polling import poll_until
 
 FIELD_MANAGER = "convoy-conformance"
@@ -27,7 +28,7 @@ def load(directory: Path) -> list[dict[str, Any]]:
 
 def apply(api: client.ApiClient, objects: list[dict[str, Any]]) -> None:
     """Server-side apply each object, then wait until every CRD among them is Established."""
-    resources = dynamic.DynamicClient(api).resources
+    resources = dynamic_api(api).resources
     for obj in objects:
         resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         resource.server_side_apply(

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import yaml
-from kubernetes import client, dynamic
+from kubernetes import client
 
-from conformance.kube import read_or_none
+from conformance.kube import dynamic_api, read_or_none
 from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
 from conformance.witness import Attempt, Recorder, WitnessTimeout
@@ -99,7 +99,7 @@ class Releases:
     timing: Timing
 
     def __post_init__(self) -> None:
-        resources = dynamic.DynamicClient(self.api).resources
+        resources = dynamic_api(self.api).resources
         self.resource = resources.get(api_version=API_VERSION, kind="Release")
         self.core = client.CoreV1Api(self.api)
 
@@ -133,9 +133,7 @@ class Releases:
 
     def cluster(self, name: str, spec: Obj | None = None) -> None:
         """A Cluster object; an empty spec names the cluster the controller runs against."""
-        clusters = dynamic.DynamicClient(self.api).resources.get(
-            api_version=API_VERSION, kind="Cluster"
-        )
+        clusters = dynamic_api(self.api).resources.get(api_version=API_VERSION, kind="Cluster")
         body = {
             "apiVersion": API_VERSION,
             "kind": "Cluster",

@@ -71,12 +71,14 @@ def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
     )
 
 
-def start_cluster(config: pytest.Config) -> Cluster:
+def start_cluster(config: pytest.Config, temp_dir: Path) -> Cluster:
+    """`temp_dir`: pytest's for the session, where a local control plane keeps its data, so
+    that pytest removes what a killed session (an xdist worker cut short) leaves there."""
     option = config.getoption
     choice = provider_choice(config)
     if choice.provider == "local":
         found = binaries.resolve(option("kube_version"), option("etcd_version"))
-        return LocalControlPlane(found).start()
+        return LocalControlPlane(found, base_dir=temp_dir).start()
     if choice.provider == "existing":
         return ExistingCluster(Path(option("kubeconfig")), option("callback_host"))
     # Deleted once, by pytest_sessionfinish of the process that ran the session, because

@@ -148,5 +148,6 @@ class LocalSubresourceAPI:
             external_name_service(self.port),
             api_service(self.certificate.ca.cert_pem, self.port),
         ]
-        with api_client(kubeconfig) as api:
+        # the local provider's kubeconfig, in the directory of its control plane
+        with api_client(kubeconfig, kubeconfig.parent) as api:
             return register(api, objects)

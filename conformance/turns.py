@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,8 @@ def _flocked(path: Path, operation: int) -> Iterator[None]:
 
 
 class ControllerTurns:
-    def __init__(self, run: str, directory: Path | None = None) -> None:
-        base = (directory or Path(tempfile.gettempdir())) / f"convoy-controller-{run}"
+    def __init__(self, run: str, directory: Path) -> None:
+        base = directory / f"convoy-controller-{run}"
         self._turnstile = base.with_suffix(".turnstile")
         self._users = base.with_suffix(".users")
         self._sessions = base.with_suffix(".sessions")

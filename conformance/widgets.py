@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes import dynamic
 
+from conformance.kube import dynamic_api
 from conformance.releases import API_VERSION, App
 
 WIDGET_API = "testing.convoy.kumodo.io/v1"
@@ -23,7 +24,7 @@ def widget(name: str, **spec: Any) -> Obj:
 
 
 def _resource(app: App, api_version: str, kind: str) -> dynamic.Resource:
-    return dynamic.DynamicClient(app.releases.api).resources.get(api_version=api_version, kind=kind)
+    return dynamic_api(app.releases.api).resources.get(api_version=api_version, kind=kind)
 
 
 def create(app: App, name: str, health: str) -> None:

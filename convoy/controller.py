@@ -23,6 +23,7 @@ from kubernetes import client, dynamic
 from convoy import api
 from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
+from convoy.discovery import dynamic_client
 from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key
 from convoy.observer import Observer
@@ -53,7 +54,7 @@ class Controller:
         self._clock = clock or RealClock()
         self._stop = threading.Event()
         self._workers = workers
-        self._dynamic = dynamic.DynamicClient(api_client)
+        self._dynamic = dynamic_client(api_client)
         self._releases = self._dynamic.resources.get(api_version=api.API_VERSION, kind="Release")
         inventories = self._dynamic.resources.get(
             api_version=api.API_VERSION, kind="ReleaseInventory"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kubernetes.dynamic.resource import Resource
 
 from convoy.api import CLUSTERS, GROUP, VERSION, Reason
+from convoy.discovery import dynamic_client
 
 #: Seconds the reachability check (GET /version) may take.
 PROBE_TIMEOUT = 5.0
@@ -92,12 +92,9 @@ class Targets:
     """Resolves the target of each Release; one per controller process, caching API clients."""
 
     def __init__(self, api: client.ApiClient) -> None:
-        # The dynamic client's default discovery cache is one file per server URL in the
-        # system temp directory, shared by every process on the machine: keep ours private.
-        self._discovery_dir = tempfile.TemporaryDirectory(prefix="convoy-discovery-")
         self._core = client.CoreV1Api(api)
         self._custom = client.CustomObjectsApi(api)
-        self._own = Target(api, self._dynamic(api, LOCAL), LOCAL)
+        self._own = Target(api, dynamic_client(api), LOCAL)
         #: (namespace, Secret name) -> (Secret resourceVersion, Target)
         self._remote: dict[tuple[str, str], tuple[str, Target]] = {}
 
@@ -121,11 +118,6 @@ class Targets:
         for _, target in self._remote.values():
             target.api.close()
         self._remote.clear()
-        self._discovery_dir.cleanup()
-
-    def _dynamic(self, api: client.ApiClient, name: str) -> DynamicClient:
-        cache = f"{self._discovery_dir.name}/{name.replace('/', '_')}.json"
-        return DynamicClient(api, cache_file=cache)
 
     def _read_cluster(self, namespace: str, name: str) -> dict[str, Any]:
         try:
@@ -171,7 +163,7 @@ class Targets:
         try:
             # Probe first: the dynamic client runs discovery in its constructor, with retries.
             _probe(api, cluster)
-            target = Target(api, self._dynamic(api, cluster), cluster)
+            target = Target(api, dynamic_client(api), cluster)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
             api.close()
             detail = api_message(error) if isinstance(error, client.ApiException) else error

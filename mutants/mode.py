@@ -6,11 +6,11 @@ import dataclasses
 import threading
 from typing import Any
 
-from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from convoy import api, apply, policy, reconciler
 from convoy.api import Reason
+from convoy.discovery import dynamic_client
 from mutants import mutant
 from mutants.patching import key_of, wrap
 
@@ -42,7 +42,7 @@ def automatic_defaulted_into_spec() -> None:
         spec = release.get("spec") or {}
         if "automatic" not in (spec.get("syncPolicy") or {}):
             meta = release["metadata"]
-            resources = dynamic.DynamicClient(self._core.api_client).resources
+            resources = dynamic_client(self._core.api_client).resources
             releases = resources.get(api_version=api.API_VERSION, kind="Release")
             releases.patch(
                 namespace=meta["namespace"],

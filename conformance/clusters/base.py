@@ -47,7 +47,9 @@ class Cluster(ABC):
         """Raise with a clear message when a part the provider runs has died."""
 
     def api_client(self) -> client.ApiClient:
-        return api_client(self.kubeconfig)
+        """A cluster the suite made keeps the client's credential files beside its kubeconfig,
+        which go with it (a killed test process leaves none in the system temp directory)."""
+        return api_client(self.kubeconfig, self.kubeconfig.parent if self.owned else None)
 
     def server_version(self) -> str:
         with self.api_client() as api:

@@ -41,10 +41,18 @@ def render_kubeconfig(
     return yaml.safe_dump(document, sort_keys=False)
 
 
-def api_client(kubeconfig: Path, context: str | None = None) -> client.ApiClient:
-    """A fresh ApiClient for `kubeconfig`; never touches the process-wide default config."""
+def api_client(
+    kubeconfig: Path, credentials_dir: Path | None = None, context: str | None = None
+) -> client.ApiClient:
+    """A fresh ApiClient for `kubeconfig`; never touches the process-wide default config.
+
+    The client writes embedded credentials to files, in `credentials_dir` if given, else in
+    the system temp directory, from which only a clean exit of the process removes them."""
     configuration = client.Configuration()
     config.load_kube_config(
-        config_file=str(kubeconfig), context=context, client_configuration=configuration
+        config_file=str(kubeconfig),
+        context=context,
+        client_configuration=configuration,
+        temp_file_path=str(credentials_dir) if credentials_dir else None,
     )
     return client.ApiClient(configuration)

@@ -60,7 +60,6 @@ class LocalControlPlane(Cluster):
     def __init__(self, binaries: Binaries, base_dir: Path | None = None) -> None:
         self.binaries = binaries
         self.dir = Path(tempfile.mkdtemp(prefix="convoy-local-", dir=base_dir))
-        self.base_dir = base_dir
         self.processes: list[ManagedProcess] = []
         self.ports: list[int] = []
         self.apiserver_port = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from conformance.clusters.base import Cluster
+from conformance.clusters.ports import reservations
 from conformance.clusters.processes import unblock_stop_signals
 from conformance.namespaces import RUN_LABEL, sweep_namespaces
 from tests.helpers import namespace_deleted, pid_running, wait_until
@@ -34,20 +36,24 @@ BLOCKING_TEST = """
     import json, time
     from pathlib import Path
 
-    def test_blocks_until_interrupted(cluster):
+    def test_blocks_until_interrupted(cluster, k8s):
         pids = [process.pid for process in cluster.processes]
-        Path("pids.json").write_text(json.dumps(pids))
+        Path("pids.part").write_text(json.dumps(pids))
+        Path("pids.part").rename("pids.json")  # whole when it appears
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             time.sleep(0.1)
 """
 
 
-def inner_run(directory: Path, source: str, *args: str) -> subprocess.Popen[str]:
+def inner_run(
+    directory: Path, source: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     (directory / "test_inner.py").write_text(textwrap.dedent(source))
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "test_inner.py", "-p", "no:cacheprovider", *args],
         cwd=directory,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -70,10 +76,21 @@ def test_a_failing_test_still_has_its_namespace_deleted(
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
-def test_an_interrupted_run_leaves_no_control_plane_process(
+def test_an_interrupted_run_leaves_no_control_plane_process_nor_temporary_files(
     tmp_path: Path, how: signal.Signals
 ) -> None:
-    run = inner_run(tmp_path, BLOCKING_TEST, "--cluster=local", "-s")
+    """What the run keeps on disk is in pytest's base temp directory (pytest removes old ones):
+    none of it, API client credentials included, in the system temp directory."""
+    system_temp = tmp_path / "system-temp"
+    system_temp.mkdir()
+    run = inner_run(
+        tmp_path,
+        BLOCKING_TEST,
+        "--cluster=local",
+        "-s",
+        f"--basetemp={tmp_path / 'base'}",
+        env={**os.environ, "TMPDIR": str(system_temp)},
+    )
     pids_file = tmp_path / "pids.json"
     try:
         wait_until(pids_file.exists, 120, "the inner run's control plane")
@@ -87,6 +104,9 @@ def test_an_interrupted_run_leaves_no_control_plane_process(
             lambda: not any(map(pid_running, pids)), 30, "the control plane processes to exit"
         )
         print(f"all {len(pids)} children gone {took:.2f} s after the run ended ({how.name})")
+        # the port reservations are the machine's, not the run's (conformance.clusters.ports)
+        left = [p.name for p in system_temp.iterdir() if p.name != reservations().name]
+        assert left == [], f"left in the system temp directory after {how.name}"
     finally:
         run.kill()
         run.wait()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from kubernetes import client, dynamic
+from kubernetes import client
 
 from conformance.clusters import binaries
 from conformance.clusters.base import Cluster
 from conformance.clusters.local import ControlPlaneError, LocalControlPlane
 from conformance.clusters.processes import ChildDied, kill_now
-from conformance.kube import read_or_none
+from conformance.kube import dynamic_api, read_or_none
 from tests.helpers import pid_running, wait_until
 
 pytestmark = pytest.mark.usefixtures("cluster")
@@ -63,7 +63,7 @@ def test_a_crd_becomes_established_and_serves_objects(
 
         took = wait_until(established, 30, "the CRD to become Established")
         print(f"CRD Established after {took:.2f} s")
-        gadgets = dynamic.DynamicClient(k8s).resources.get(
+        gadgets = dynamic_api(k8s).resources.get(
             api_version="smoke.convoy.kumodo.io/v1", kind="Gadget"
         )
         gadgets.create(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from kubernetes.dynamic import DynamicClient
 
 from conformance.kube import read_or_none
 from convoy.api import FIELD_MANAGER, RELEASE_LABEL, Reason, release_key
@@ -21,6 +20,7 @@ from convoy.apply import (
     reference,
     without_empty_maps,
 )
+from convoy.discovery import dynamic_client
 from convoy.render import Obj
 from convoy.targets import Target
 
@@ -207,7 +207,7 @@ def test_prune_failure(
     apply(target, [config_map("a")])
     configuration = target.api.configuration
     with client.ApiClient(configuration, "Impersonate-User", "convoy-test-nobody") as api:
-        nobody = Target(api, DynamicClient(api, cache_file=str(tmp_path / "discovery")), "nobody")
+        nobody = Target(api, dynamic_client(api), "nobody")
         with pytest.raises(ApplyError) as raised:
             prune(nobody, [reference(config_map("a"))], [])
     assert raised.value.reason == Reason.PRUNE_FAILED

@@ -17,6 +17,7 @@ import yaml
 from kubernetes import client, dynamic
 
 from conformance.controllers import HostController
+from conformance.kube import dynamic_api
 from conformance.polling import poll_until
 from conformance.releases import (
     API_VERSION,
@@ -56,7 +57,7 @@ class Engine:
     controller: HostController
 
     def __post_init__(self) -> None:
-        resources = dynamic.DynamicClient(self.releases.api).resources
+        resources = dynamic_api(self.releases.api).resources
         self.widgets = resources.get(api_version=WIDGET_API, kind="Widget")
         self.inventories = resources.get(api_version=API_VERSION, kind="ReleaseInventory")
         self.clusters = resources.get(api_version=API_VERSION, kind="Cluster")

@@ -27,6 +27,7 @@ from kubernetes import client, dynamic
 
 from conformance import install_kind
 from conformance.clusters.local import LocalControlPlane
+from conformance.kube import dynamic_api
 from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,7 +97,7 @@ def k8s(bare_k8s: client.ApiClient) -> client.ApiClient:
 
 @pytest.fixture(scope="module")
 def resources(k8s: client.ApiClient) -> dynamic.DynamicClient:
-    return dynamic.DynamicClient(k8s).resources
+    return dynamic_api(k8s).resources
 
 
 def live(resources: Any, obj: dict[str, Any]) -> dict[str, Any]:

@@ -99,3 +99,17 @@ def test_a_forced_sync_handled_before_the_kill_is_not_handled_again(
     killable.start()
     written = releases.recorder.quiet(timing.quiet, since=restarted, name=app.object_name)
     assert written == [], f"written after the restart with nothing pending: {kinds(written)}"
+
+
+def test_a_killed_controllers_temporary_files_go_when_the_suite_stops_it(
+    controller: HostController,
+) -> None:
+    """A SIGKILLed process cannot remove its own temporary files (the discovery cache): the
+    suite gives it a TMPDIR of its own and removes that."""
+    log = controller.temp_dir.parent / "killed.log"
+    # no subresource API: the session's controller serves it
+    killed = HostController(controller.kubeconfig, log, resync=None, subresources=None).start()
+    assert any(killed.temp_dir.iterdir()), "the controller keeps no temporary files in TMPDIR"
+    crash(killed)
+    killed.stop()
+    assert not killed.temp_dir.exists()

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kubernetes import client, dynamic
 from kubernetes.dynamic.discovery import Discoverer
 
+from conformance.kube import dynamic_api
 from conformance.namespaces import RUN_LABEL, delete_namespace, namespace_name
 
 
 @pytest.fixture(scope="session")
-def resources(k8s: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Discoverer:
-    """The dynamic client's resources, the way the reference controller applies objects.
-
-    The discovery cache goes to the session's temporary directory instead of the shared /tmp.
-    """
-    cache = Path(tmp_path_factory.mktemp("discovery")) / "cache.json"
-    return dynamic.DynamicClient(k8s, cache_file=str(cache)).resources
+def resources(k8s: client.ApiClient) -> Discoverer:
+    """The dynamic client's resources, the way the reference controller applies objects."""
+    return dynamic_api(k8s).resources
 
 
 @pytest.fixture(scope="session")
