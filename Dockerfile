@@ -9,8 +9,11 @@
 # digest of its multi-platform image index as recorded by the Docker official images' own record,
 # docker-library/repo-info, file repos/python/remote/3.11-slim.md at commit
 # 2477d553d2fdfa57b4ec11f63c8376eca8b7a253 ("$ docker pull python@sha256:90744cff...").
-# Bump the digest, not the tag, to take base image fixes.
-FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
+# Bump the digest, not the tag, to take base image fixes. A host that cannot pull it builds on
+# a base of its own (conformance.kindhost builds one from Debian's packages, with the
+# dependencies as wheels that pip finds without an index): --build-arg CONVOY_CONTROLLER_BASE.
+ARG CONVOY_CONTROLLER_BASE=python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
+FROM ${CONVOY_CONTROLLER_BASE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -76,6 +76,10 @@ class InstallError(RuntimeError):
 # -- the commands ------------------------------------------------------------------------------
 
 
+#: The Dockerfile's build argument for its base image.
+CONTROLLER_BASE_ARG = "CONVOY_CONTROLLER_BASE"
+
+
 def image_tag(now: dt.datetime | None = None, token: str | None = None) -> str:
     """A tag no earlier build has: UTC time and random hex (conformance-20260101t120000-1a2b)."""
     moment = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dt%H%M%S")
@@ -85,7 +89,19 @@ def image_tag(now: dt.datetime | None = None, token: str | None = None) -> str:
 def docker_build_argv(
     image: str, context: Path = REPO_ROOT, dockerfile: Path = DOCKERFILE
 ) -> list[str]:
-    return ["docker", "build", "--file", str(dockerfile), "--tag", image, str(context)]
+    """`--build-arg CONVOY_CONTROLLER_BASE` without a value passes the variable of that name
+    when the environment has it (conformance.kindhost's base), else the Dockerfile's default."""
+    return [
+        "docker",
+        "build",
+        "--build-arg",
+        CONTROLLER_BASE_ARG,
+        "--file",
+        str(dockerfile),
+        "--tag",
+        image,
+        str(context),
+    ]
 
 
 def kind_load_argv(kind: str, cluster: str, image: str) -> list[str]:

@@ -50,6 +50,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "existing cluster; on kind it replaces the kind network's gateway",
     )
     group.addoption(
+        "--kind-config",
+        type=Path,
+        default=None,
+        help="kind's cluster config file for a cluster the suite creates",
+    )
+    group.addoption(
+        "--kind-node-address",
+        action="store_true",
+        help="reach the kind cluster's API server at its node's address rather than the port "
+        "kind publishes on this machine (a Docker engine in a network namespace of its own: "
+        "python -m conformance.kindhost)",
+    )
+    group.addoption(
         "--timing",
         action="append",
         default=[],

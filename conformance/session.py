@@ -68,6 +68,8 @@ def kind_provider(config: pytest.Config, *, keep: bool) -> KindProvider:
         keep=keep,
         kube_version=config.getoption("kube_version"),
         callback_host=config.getoption("callback_host"),
+        config_file=config.getoption("kind_config"),
+        node_address=config.getoption("kind_node_address"),
     )
 
 

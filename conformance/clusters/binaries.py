@@ -8,6 +8,7 @@ published v0.<minor>.<patch>; etcd's server module likewise carries relative rep
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -62,9 +63,9 @@ def resolve(kubernetes_version: str | None = None, etcd_version: str | None = No
     etcd_dir = cache_root() / f"etcd-v{etcd}"
     found = _from_assets(Path(assets)) if assets else {}
     if not all(name in found for name in KUBE_COMMANDS):
-        _ensure_built(kube_dir, KUBE_COMMANDS, lambda out: build_kubernetes(kube, out))
+        ensure_built(kube_dir, KUBE_COMMANDS, lambda out: build_kubernetes(kube, out))
     if "etcd" not in found:
-        _ensure_built(etcd_dir, ("etcd",), lambda out: build_etcd(etcd, out))
+        ensure_built(etcd_dir, ("etcd",), lambda out: build_etcd(etcd, out))
 
     def pick(name: str, directory: Path) -> Path:
         return found.get(name) or directory / name
@@ -84,7 +85,7 @@ def _from_assets(directory: Path) -> dict[str, Path]:
     return {name: directory / name for name in names if (directory / name).is_file()}
 
 
-def _ensure_built(directory: Path, names: tuple[str, ...], build) -> None:
+def ensure_built(directory: Path, names: tuple[str, ...], build) -> None:
     """Build into a temporary sibling and rename, so a cache directory is always complete."""
     if all((directory / name).is_file() for name in names):
         return
@@ -109,8 +110,8 @@ def _go(args: list[str], workdir: Path) -> None:
     log.info("go %s: %.0f s", args[0], time.monotonic() - started)
 
 
-def _module_file(module: str, version: str, workdir: Path) -> str:
-    """The go.mod of module@version, read through the module proxy."""
+def _module_download(module: str, version: str, workdir: Path) -> dict[str, str]:
+    """`go mod download -json` of module@version, through the module proxy."""
     env = {**os.environ, "GOTOOLCHAIN": os.environ.get("GOTOOLCHAIN", "local")}
     proc = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
@@ -121,10 +122,22 @@ def _module_file(module: str, version: str, workdir: Path) -> str:
     )
     if proc.returncode != 0:
         raise BinariesError(f"cannot download {module}@{version}: {proc.stderr.strip()}")
-    match = re.search(r'"GoMod":\s*"([^"]+)"', proc.stdout)
-    if not match:
-        raise BinariesError(f"no go.mod for {module}@{version}: {proc.stdout}")
-    return Path(match.group(1)).read_text()
+    return json.loads(proc.stdout)
+
+
+def _module_file(module: str, version: str, workdir: Path) -> str:
+    """The go.mod of module@version."""
+    found = _module_download(module, version, workdir).get("GoMod")
+    if not found:
+        raise BinariesError(f"no go.mod for {module}@{version}")
+    return Path(found).read_text()
+
+
+def module_source(module: str, version: str) -> Path:
+    """The source tree of module@version in the module cache (files besides the Go code:
+    kind's node image files, Kubernetes' pause container)."""
+    with tempfile.TemporaryDirectory(prefix="go-download-") as tmp:
+        return Path(_module_download(module, version, Path(tmp))["Dir"])
 
 
 def staging_modules(kubernetes_go_mod: str) -> list[str]:
@@ -154,8 +167,8 @@ def _write_wrapper(workdir: Path, go_mod: str, packages: list[str]) -> None:
     )
 
 
-def build_kubernetes(version: str, out: Path) -> None:
-    """Build kube-apiserver, kube-controller-manager and kubectl at `version` into `out`."""
+def build_kubernetes(version: str, out: Path, commands: tuple[str, ...] = KUBE_COMMANDS) -> None:
+    """Build Kubernetes' `commands` (by default the local provider's) at `version` into `out`."""
     minor, patch = version.split(".")[1:3]
     with tempfile.TemporaryDirectory(prefix="kube-build-") as tmp:
         workdir = Path(tmp)
@@ -164,8 +177,8 @@ def build_kubernetes(version: str, out: Path) -> None:
         go_mod = wrapper_go_mod(
             "kube-build", f"k8s.io/kubernetes v{version}", go_directive(kube_mod), replaces
         )
-        commands = [f"k8s.io/kubernetes/cmd/{name}" for name in KUBE_COMMANDS]
-        _write_wrapper(workdir, go_mod, commands)
+        packages = [f"k8s.io/kubernetes/cmd/{name}" for name in commands]
+        _write_wrapper(workdir, go_mod, packages)
         _go(["mod", "tidy"], workdir)
         ldflags = " ".join(
             f"-X k8s.io/component-base/version.{key}={value}"
@@ -177,7 +190,7 @@ def build_kubernetes(version: str, out: Path) -> None:
             }.items()
         )
         _go(
-            ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}", "-o", f"{out}/", *commands],
+            ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}", "-o", f"{out}/", *packages],
             workdir,
         )
 
@@ -196,4 +209,19 @@ def build_etcd(version: str, out: Path) -> None:
         _go(
             ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), ETCD_MODULE],
             workdir,
+        )
+
+
+def build_module_commands(
+    module: str, version: str, packages: list[str], out: Path, tags: tuple[str, ...] = ()
+) -> None:
+    """Build `packages` of a module that needs no replaces (containerd, kind) into `out`."""
+    with tempfile.TemporaryDirectory(prefix="go-build-") as tmp:
+        workdir = Path(tmp)
+        go = go_directive(_module_file(module, version, workdir))
+        _write_wrapper(workdir, wrapper_go_mod("wrapper", f"{module} {version}", go, {}), packages)
+        _go(["mod", "tidy"], workdir)
+        flags = ["-tags", " ".join(tags)] if tags else []
+        _go(
+            ["build", "-trimpath", *flags, "-ldflags", "-s -w", "-o", f"{out}/", *packages], workdir
         )

@@ -103,6 +103,13 @@ def export_kubeconfig_argv(kind: Path, name: str, kubeconfig: Path) -> list[str]
 
 #: The Docker network kind puts its nodes on.
 KIND_NETWORK = "kind"
+#: The API server's port inside the control-plane node.
+API_SERVER_PORT = 6443
+
+
+def node_address_argv(node: str, network: str = KIND_NETWORK) -> list[str]:
+    template = f"{{{{(index .NetworkSettings.Networks {json.dumps(network)}).IPAddress}}}}"
+    return ["docker", "inspect", "--format", template, node]
 
 
 def ipam_argv(network: str = KIND_NETWORK) -> list[str]:
@@ -141,9 +148,13 @@ class KindProvider(Cluster):
         keep: bool = False,
         kube_version: str | None = None,
         callback_host: str | None = None,
+        config_file: Path | None = None,
+        node_address: bool = False,
     ) -> None:
         self.keep = keep
         self.callback_host = callback_host
+        self.config_file = config_file
+        self.node_address = node_address
         self.image = image or kind_versions().node_image(kube_version)
         self.kind_path = tool_path("kind", kind_bin)
         self.kubectl_path = tool_path("kubectl", kubectl_bin)
@@ -161,8 +172,20 @@ class KindProvider(Cluster):
     def start(self) -> KindProvider:
         """Create the cluster, or reuse one of the same name (made by helm/kind-action, say)."""
         self._export_kubeconfig_if_reused()
-        self.kind.create()
+        self.kind.create(self.config_file)
+        if self.node_address:
+            self._point_kubeconfig_at_node()
         return self
+
+    def _point_kubeconfig_at_node(self) -> None:
+        """The server becomes https://<the control-plane node's IPv4 address>:6443, which the
+        API server's certificate names (kubeadm's advertise address)."""
+        node = f"{self.kind.name}-control-plane"
+        proc = subprocess.run(node_address_argv(node), capture_output=True, text=True, check=True)
+        document = yaml.safe_load(self.kubeconfig.read_text())
+        for cluster in document["clusters"]:
+            cluster["cluster"]["server"] = f"https://{proc.stdout.strip()}:{API_SERVER_PORT}"
+        self.kubeconfig.write_text(yaml.safe_dump(document, sort_keys=False))
 
     def _export_kubeconfig_if_reused(self) -> None:
         """pytest-kind-ng reuses a cluster only with the kubeconfig it wrote itself: for a cluster

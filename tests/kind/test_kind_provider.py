@@ -288,8 +288,8 @@ def test_install_issues_build_load_apply_and_waits_in_order(tmp_path: Path) -> N
     manager = f"--field-manager={install_kind.FIELD_MANAGER}"
     apply = ["kubectl", kc, "apply", "--server-side", "--force-conflicts", manager]
     expected = [
-        ["docker", "build", "--file", str(install_kind.DOCKERFILE), "--tag", image,
-         str(install_kind.REPO_ROOT)],
+        ["docker", "build", "--build-arg", "CONVOY_CONTROLLER_BASE", "--file",
+         str(install_kind.DOCKERFILE), "--tag", image, str(install_kind.REPO_ROOT)],
         ["kind", "load", "docker-image", "--name", "convoy", image],
         [*apply, "-f", str(install_kind.CONTROLLER_MANIFESTS / "namespace.yaml")],
         [*apply, "--dry-run=server", "-k", "<overlay>"],
