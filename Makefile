@@ -14,8 +14,16 @@ WORKERS ?= 3
 # The suite alone mostly waits on timers: 8 workers (each with its own local control plane and
 # controller) fit 2 cores and bring its wall time near its longest test.
 SUITE_WORKERS ?= 8
+# The suite on a real kind cluster (`make test-kind`, part of `make test`). KIND_ENGINE=own: the
+# kind host's own Docker engine and node image (conformance.kindhost; sandboxed hosts such as
+# this project's CI, root, Debian); system: this machine's Docker and kind with the pinned
+# kindest/node (GitHub's runners).
+KIND_ENGINE ?= own
+KIND_WORKERS ?= 4
+KIND_REPORT := reports/kind
+KINDHOST := $(BIN)/python -P -m conformance.kindhost
 
-.PHONY: conformance certify test lint binaries mutants soak
+.PHONY: conformance certify test test-kind kindhost-packages lint binaries mutants soak
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +48,31 @@ lint: $(BIN)/.installed
 
 # The kill run's baseline is the whole suite on the reference controller.
 test: lint binaries
-	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not mutation" $(ARGS)
+	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not mutation and not kindhost" $(ARGS)
+	$(MAKE) test-kind
 	$(BIN)/pytest tests/mutation $(TEST_CLUSTER) -m mutation -s $(ARGS)
+
+# What a Debian host needs for the kind host's engine: Debian's dockerd (and runc), debootstrap.
+kindhost-packages:
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	   apt-get install -y -qq --no-install-recommends docker.io debootstrap)
+
+# The engine goes down again whatever the tests did; its images stay cached in ~/.cache.
+test-kind: binaries $(if $(filter own,$(KIND_ENGINE)),kindhost-packages)
+ifeq ($(KIND_ENGINE),own)
+	$(KINDHOST) up
+	status=0; export $$($(KINDHOST) env); options="$$($(KINDHOST) options)"; \
+	$(BIN)/pytest tests/kindhost -m kindhost $$options $(ARGS) \
+	  && $(BIN)/convoy-conformance run $$options $(FAST) -n $(KIND_WORKERS) --dist worksteal \
+	     --report-dir $(KIND_REPORT) $(ARGS) \
+	  && $(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml \
+	  || status=$$?; $(KINDHOST) down; exit $$status
+else
+	$(BIN)/convoy-conformance run --cluster=kind $(FAST) -n $(KIND_WORKERS) --dist worksteal \
+	  --report-dir $(KIND_REPORT) $(ARGS)
+	$(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml
+endif
 
 mutants: binaries
 	$(BIN)/convoy-conformance mutants --run $(TEST_CLUSTER) $(FAST) $(ARGS)

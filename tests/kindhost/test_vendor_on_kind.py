@@ -1,0 +1,174 @@
+"""The vendor's way in, on a real kind cluster: a "vendor" controller (the reference image under
+another name, installed from a manifests directory of its own) certified through the composite
+action's own steps, and tested with --convoy-install=PATH.
+
+The action's steps run as bash scripts, taken from action.yml, with the environment GitHub would
+give them. Its suite step runs `convoy-conformance certify`; here SUITE_ARGS selects MODE-1's
+tests (both phases of the whole suite take about 50 minutes) and points the suite at this
+engine's cluster, and the check is that the report says MODE-1 passed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance import install_kind
+from conformance.clusters.kind import KindProvider
+from conformance.kindhost.engine import Engine, host_address
+from tests.kindhost.conftest import own_kind_cluster
+
+pytestmark = pytest.mark.kindhost
+
+ACTION = install_kind.REPO_ROOT / "action.yml"
+#: The action's own cluster name (its steps name it).
+CLUSTER = "convoy-conformance"
+VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
+SELECTION = "-k test_mode"
+
+
+@dataclass
+class Vendor:
+    cluster: KindProvider
+    manifests: Path
+    #: the suite's options that reach this engine's cluster (the action's own come first)
+    kind_options: list[str]
+
+
+@pytest.fixture(scope="module")
+def vendor(
+    engine: Engine, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Vendor]:
+    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
+    try:
+        subprocess.run(install_kind.docker_build_argv(VENDOR_IMAGE), check=True)
+        manifests = install_kind.write_overlay(
+            tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
+        )
+        option = pytestconfig.getoption
+        yield Vendor(
+            cluster,
+            manifests,
+            [
+                f"--kind-image={option('kind_image')}",
+                f"--kind-bin={cluster.kind_path}",
+                f"--kind-kubectl-bin={cluster.kubectl_path}",
+                "--kind-node-address",
+                f"--callback-host={host_address()}",
+            ],
+        )
+    finally:
+        cluster.stop()
+
+
+def action_step(name: str) -> str:
+    steps = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+    return next(step for step in steps if step.get("name") == name)["run"]
+
+
+def run_step(name: str, vendor: Vendor, tmp_path: Path, **env: str) -> dict[str, str]:
+    """Run one step as the runner would; return what it wrote to GITHUB_OUTPUT."""
+    output = tmp_path / f"output-{len(list(tmp_path.iterdir()))}"
+    output.touch()
+    tools = [Path(sys.executable).parent, vendor.cluster.kind_path.parent]
+    tools.append(vendor.cluster.kubectl_path.parent)
+    path = os.pathsep.join([*map(str, tools), os.environ["PATH"]])
+    environment = {
+        **os.environ,
+        "PATH": path,
+        "KUBECONFIG": str(vendor.cluster.kubeconfig),
+        "GITHUB_OUTPUT": str(output),
+        **env,
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", action_step(name)],
+        env=environment,
+        cwd=install_kind.REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, f"step {name!r} failed"
+    lines = output.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def mode_results(report: Path) -> dict[str, str]:
+    rules = yaml.safe_load(report.read_text())["rules"]
+    mode = next(rule for rule in rules if rule["id"] == "MODE-1")
+    return {clause["id"]: clause["result"] for clause in mode["clauses"]}
+
+
+def test_the_actions_steps_install_and_test_a_vendors_controller(
+    vendor: Vendor, tmp_path: Path
+) -> None:
+    run_step(
+        "Load images and install your controller",
+        vendor,
+        tmp_path,
+        IMAGES=VENDOR_IMAGE,
+        MANIFESTS=str(vendor.manifests),
+        NAMESPACE=install_kind.NAMESPACE,
+        WAIT_TIMEOUT="300",
+    )
+    found = run_step(
+        "Find your controller's Deployment",
+        vendor,
+        tmp_path,
+        NAMESPACE=install_kind.NAMESPACE,
+        DEPLOYMENT="",
+    )
+    assert found["deployment"] == f"{install_kind.NAMESPACE}/{install_kind.DEPLOYMENT}"
+    reports = tmp_path / "reports"
+    ran = run_step(
+        "Run the conformance suite",
+        vendor,
+        tmp_path,
+        REPORT_DIR=str(reports),
+        SUITE_ARGS=shlex.join([*vendor.kind_options, *SELECTION.split()]),
+        REQUIRE_CERTIFYING="false",
+        DEPLOYMENT=found["deployment"],
+        ORGANIZATION="Vendor Example",
+        PROJECT="convoy-like",
+        VERSION="1.0",
+        URL="https://vendor.example/convoy-like",
+        CONTACT="conformance@vendor.example",
+    )
+    results = mode_results(Path(ran["report"]))
+    assert set(results.values()) == {"passed"}, results
+    uninstall = ["kubectl", f"--kubeconfig={vendor.cluster.kubeconfig}", "delete", "--wait"]
+    subprocess.run([*uninstall, "-k", str(vendor.manifests)], check=True)
+
+
+def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
+    vendor: Vendor, tmp_path: Path
+) -> None:
+    subprocess.run(
+        [str(vendor.cluster.kind_path), "load", "docker-image", "--name", CLUSTER, VENDOR_IMAGE],
+        check=True,
+    )
+    reports = tmp_path / "reports"
+    argv = [
+        str(Path(sys.executable).parent / "convoy-conformance"),
+        "run",
+        "--cluster=kind",
+        f"--cluster-name={CLUSTER}",
+        "--keep-cluster",
+        f"--convoy-install={vendor.manifests}",
+        f"--report-dir={reports}",
+        *vendor.kind_options,
+        *SELECTION.split(),
+    ]
+    proc = subprocess.run(argv, cwd=install_kind.REPO_ROOT, capture_output=True, text=True)
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    assert proc.returncode == 0
+    results = mode_results(reports / "conformance-report.yaml")
+    assert set(results.values()) == {"passed"}, results
