@@ -18,12 +18,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from conformance.clusters.binaries import cache_root
+from conformance.polling import poll_until
 
 log = logging.getLogger("conformance")
 
@@ -138,14 +138,15 @@ class Engine:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # the engine outlives the command that started it
             )
-        deadline = time.monotonic() + START_TIMEOUT
-        while not (self.pid() and self.answers()):
-            if time.monotonic() > deadline:
-                tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
-                raise EngineError(
-                    f"dockerd not answering after {START_TIMEOUT:.0f} s:\n" + "\n".join(tail)
-                )
-            time.sleep(0.2)
+        poll_until(
+            lambda: self.pid() and self.answers(),
+            timeout=START_TIMEOUT,
+            step=0.2,
+            failure=lambda: EngineError(
+                f"dockerd not answering after {START_TIMEOUT:.0f} s:\n"
+                + "\n".join(self.log_path.read_text(errors="replace").splitlines()[-15:])
+            ),
+        )
 
     def _ensure_kind_network(self) -> None:
         listed = self.docker("network", "ls", "--format", "{{.Name}}", what="listing networks")
@@ -174,10 +175,11 @@ class Engine:
                 if ids:
                     self.docker("rm", "--force", *ids, what="removing containers")
             os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + STOP_TIMEOUT
-            while self.pid() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if self.pid():
+            try:
+                poll_until(
+                    lambda: not self.pid(), timeout=STOP_TIMEOUT, step=0.2, failure=TimeoutError
+                )
+            except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
         remove_namespace()
         shutil.rmtree(self.run_dir, ignore_errors=True)

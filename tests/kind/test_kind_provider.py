@@ -278,44 +278,6 @@ def test_image_tags_are_unique_and_valid() -> None:
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,127}", t) for t in tags)
 
 
-def test_install_issues_build_load_apply_and_waits_in_order(tmp_path: Path) -> None:
-    runner = Recorder()
-    image = installer(runner, tmp_path).install(
-        image="convoy-controller:conformance-1", resync="30s"
-    )
-    assert image == "convoy-controller:conformance-1"
-    kc = "--kubeconfig=/k/config"
-    manager = f"--field-manager={install_kind.FIELD_MANAGER}"
-    apply = ["kubectl", kc, "apply", "--server-side", "--force-conflicts", manager]
-    expected = [
-        ["docker", "build", "--build-arg", "CONVOY_CONTROLLER_BASE", "--file",
-         str(install_kind.DOCKERFILE), "--tag", image, str(install_kind.REPO_ROOT)],
-        ["kind", "load", "docker-image", "--name", "convoy", image],
-        [*apply, "-f", str(install_kind.CONTROLLER_MANIFESTS / "namespace.yaml")],
-        [*apply, "--dry-run=server", "-k", "<overlay>"],
-        [*apply, "-k", "<overlay>"],
-        ["kubectl", kc, "rollout", "status", "deployment/convoy-controller",
-         "--namespace=convoy-system", "--timeout=300s"],
-        ["kubectl", kc, "wait", "--for=condition=Available",
-         "apiservice/v1alpha1.subresources.convoy.kumodo.io", "--timeout=180s"],
-    ]  # fmt: skip
-    got = [[("<overlay>" if a.startswith(("/tmp", str(tmp_path))) and "-k" in argv else a)
-            for a in argv] for argv in runner.argvs]  # fmt: skip
-    assert got == expected
-    overlay = runner.overlays[-1]
-    assert overlay["images"] == [
-        {"name": "convoy-controller", "newName": "convoy-controller", "newTag": "conformance-1"}
-    ]
-    patches = yaml.safe_load(overlay["patches"][1]["patch"])
-    assert patches == [
-        {
-            "op": "replace",
-            "path": "/spec/template/spec/containers/0/args",
-            "value": ["--resync=30s", *install_kind.deployment_args()],
-        }
-    ]
-
-
 def test_a_failed_rollout_collects_diagnostics_and_says_where(tmp_path: Path) -> None:
     runner = Recorder(fail="rollout")
     with pytest.raises(install_kind.InstallError) as raised:
@@ -480,29 +442,3 @@ def test_the_base_alone_has_no_cabundle_and_the_placeholder_image(kustomize) -> 
         "clusters.convoy.kumodo.io",
         "releaseinventories.convoy.kumodo.io",
     }
-
-
-def test_a_second_xdist_worker_finds_the_controller_installed(tmp_path: Path) -> None:
-    """Workers of one run share a kind cluster: the Deployment's run annotation says whether
-    this run installed it already; then a worker only waits for it."""
-
-    class Installed(Recorder):
-        def __call__(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
-            answer = super().__call__(argv)
-            if any(a.startswith("jsonpath={.metadata.annotations.convoy") for a in argv):
-                return subprocess.CompletedProcess(argv, 0, "run1", "")
-            return answer
-
-    runner = Installed()
-    install_kind.InClusterController(installer(runner, tmp_path), run_id="run1").start()
-    assert [argv[2:4] for argv in runner.argvs] == [
-        ["get", "deployment/convoy-controller"],
-        ["rollout", "status"],
-        ["wait", "--for=condition=Available"],
-    ]
-    other = Installed()
-    install_kind.InClusterController(installer(other, tmp_path), run_id="run2").start()
-    assert other.argvs[1][:2] == ["docker", "build"]
-    patches = [yaml.safe_load(p["patch"]) for p in other.overlays[-1]["patches"]]
-    assert {"op": "add", "path": "/metadata/annotations", "value": {
-        install_kind.RUN_ANNOTATION: "run2"}} in patches[1]  # fmt: skip

@@ -316,15 +316,19 @@ def make_commands(*targets: str, **variables: str) -> list[str]:
 
 
 def test_every_make_target_names_its_cluster_provider() -> None:
-    """`auto` picks kind wherever kind and Docker are (GitHub's runners): never left to it."""
+    """`auto` picks kind wherever kind and Docker are (GitHub's runners): never left to it.
+    The kind stage of `make test` takes its options from conformance.kindhost (--cluster=kind
+    among them), or names --cluster=kind on the system's Docker."""
     suite_runs = [
         line
         for line in make_commands("test", "conformance", "certify", "mutants")
         if re.search(r"/(pytest|convoy-conformance (run|certify|mutants))\b", line)
     ]
-    assert len(suite_runs) == 5, suite_runs
+    assert len(suite_runs) == 7, suite_runs
     for line in suite_runs:
-        assert "--cluster=local" in line, line
+        assert "--cluster=local" in line or "$options" in line, line
+    system = make_commands("test-kind", KIND_ENGINE="system")
+    assert any("run --cluster=kind" in line for line in system), system
     kind = make_commands("conformance", CLUSTER="kind")
     assert any("run --cluster=kind" in line for line in kind), kind
     assert not any("convoy-conformance binaries" in line for line in kind), kind
