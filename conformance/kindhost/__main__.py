@@ -14,6 +14,7 @@ import logging
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import yaml
 
@@ -22,22 +23,23 @@ from conformance.install_kind import CONTROLLER_BASE_ARG
 from conformance.kindhost import engine, images
 
 
-def kind_config_path(found: engine.Engine) -> str:
-    return str(found.run_dir / "kind-config.yaml")
+def kind_config_path(found: engine.Engine) -> Path:
+    return found.run_dir / "kind-config.yaml"
 
 
 def up(found: engine.Engine) -> None:
+    versions = images.versions()
     for what, step in (
         ("engine", found.up),
-        ("node image", lambda: images.node_image(found)),
-        ("controller base image", lambda: images.controller_base(found)),
-        ("kind", lambda: images.kind_binary(images.versions())),
+        ("node image", lambda: images.node_image(found, versions)),
+        ("controller base image", lambda: images.controller_base(found, versions)),
+        ("kind", lambda: images.kind_binary(versions)),
     ):
         started = time.monotonic()
         step()
         print(f"kindhost: {what} ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
-    config = yaml.safe_dump(images.kind_config(images.versions()), sort_keys=False)
-    (found.run_dir / "kind-config.yaml").write_text(config)
+    config = yaml.safe_dump(images.kind_config(versions), sort_keys=False)
+    kind_config_path(found).write_text(config)
 
 
 def environment(found: engine.Engine) -> dict[str, str]:

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from conformance.clusters.binaries import cache_root
+from conformance.clusters.kind import KIND_NETWORK
 from conformance.polling import poll_until
 
 log = logging.getLogger("conformance")
@@ -31,9 +32,8 @@ NETNS = "convoy-kindhost"
 HOST_VETH, NAMESPACE_VETH = "cvk-host", "cvk-ns"
 #: The veth pair's link: this machine is .1, the engine's namespace .2.
 LINK = ipaddress.ip_network("10.251.0.0/30")
-#: The `kind` Docker network, made by the engine before kind would make one of its own (whose
-#: subnet kind picks without looking at this machine's routes).
-KIND_NETWORK = "kind"
+#: The subnet of the `kind` Docker network (KIND_NETWORK), made by the engine before kind would
+#: make one of its own (whose subnet kind picks without looking at this machine's routes).
 KIND_SUBNET = ipaddress.ip_network("10.252.0.0/24")
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 60.0
@@ -87,8 +87,15 @@ class Engine:
     def log_path(self) -> Path:
         return self.run_dir / "dockerd.log"
 
+    def docker_argv(self, *args: str) -> list[str]:
+        return ["docker", "--host", self.docker_host, *args]
+
     def docker(self, *args: str, what: str) -> str:
-        return run(["docker", "--host", self.docker_host, *args], what)
+        return run(self.docker_argv(*args), what)
+
+    def succeeds(self, *args: str) -> bool:
+        """Whether a docker command exits 0 (a probe: its output and error are not wanted)."""
+        return subprocess.run(self.docker_argv(*args), capture_output=True).returncode == 0
 
     def pid(self) -> int | None:
         with contextlib.suppress(OSError, ValueError):
@@ -98,8 +105,7 @@ class Engine:
         return None
 
     def answers(self) -> bool:
-        probe = ["docker", "--host", self.docker_host, "version", "--format", "{{.Server.Version}}"]
-        return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+        return self.succeeds("version", "--format", "{{.Server.Version}}")
 
     # -- up ---------------------------------------------------------------------------------
     def up(self) -> Engine:

@@ -250,15 +250,18 @@ def workdir() -> Iterator[Path]:
 
 
 def has_image(engine: Engine, name: str) -> bool:
-    probe = ["docker", "--host", engine.docker_host, "image", "inspect", name]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+    return engine.succeeds("image", "inspect", name)
+
+
+def change_args(changes: list[str]) -> list[str]:
+    """`--change` options of docker import and commit (Dockerfile instructions)."""
+    return [arg for change in changes for arg in ("--change", change)]
 
 
 def import_rootfs(engine: Engine, root: Path, name: str, changes: list[str]) -> None:
     """`docker import` of a directory tree (the engine builds no image from a registry's)."""
     tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-    argv = ["docker", "--host", engine.docker_host, "import"]
-    argv += [arg for change in changes for arg in ("--change", change)]
+    argv = engine.docker_argv("import", *change_args(changes))
     imported = subprocess.run(
         [*argv, "-", name], stdin=tar.stdout, capture_output=True, text=True, check=False
     )
@@ -426,17 +429,13 @@ def preload(engine: Engine, base: str, images: list[str], work: Path, name: str)
         engine.docker("stop", "--time=5", stage, what="stopping the preload container")
         engine.docker(
             "commit",
-            *(arg for change in node_image_changes() for arg in ("--change", change)),
+            *change_args(node_image_changes()),
             stage,
             name,
             what="committing the node image",
         )
     finally:
-        subprocess.run(
-            ["docker", "--host", engine.docker_host, "rm", "--force", stage],
-            capture_output=True,
-            check=False,
-        )
+        engine.succeeds("rm", "--force", stage)  # whether or not the run got as far as a container
 
 
 # -- the controller's base image --------------------------------------------------------------
