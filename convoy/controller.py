@@ -30,8 +30,8 @@ from convoy.observer import Observer
 from convoy.reconciler import Context, Reconciler, Result
 from convoy.renders import RenderMemory
 from convoy.targets import Targets
-from convoy.triggers import inventory_trigger, release_trigger, wave_trigger
-from convoy.waves import higher_waves
+from convoy.triggers import RESYNC, inventory_trigger, release_trigger, wave_trigger
+from convoy.waves import cluster_of, higher_waves
 from convoy.workqueue import WorkQueue
 
 log = logging.getLogger("convoy")
@@ -62,7 +62,9 @@ class Controller:
         self.queue: WorkQueue[str] = WorkQueue(self._clock)
         self._why: dict[str, set[str]] = defaultdict(set)
         self._why_lock = threading.Lock()
-        self.informer = Informer(self._releases, self._on_event, resync, self._stop, namespace)
+        self.informer = Informer(
+            self._releases, self._on_event, resync, self._stop, namespace, index=cluster_of
+        )
         self.inventory_informer = Informer(
             inventories, self._on_inventory, 0, self._stop, namespace
         )
@@ -80,7 +82,7 @@ class Controller:
             hooks=hooks,
         )
         context = Context(
-            releases=self.informer.list,
+            same_cluster=self.same_cluster,
             inventory=self.observer.inventory,
             assess=self.observer.assess_now,
         )
@@ -105,7 +107,7 @@ class Controller:
             self.enqueue(key, trigger)
         if wave_trigger(event):
             why = f"lower-wave-changed:{event.new['metadata']['name']}"
-            for higher in higher_waves(event.new, self.informer.list()):
+            for higher in higher_waves(event.new, self.same_cluster(event.new)):
                 self.enqueue(object_key(higher), why)
 
     def _on_inventory(self, event: Event) -> None:
@@ -114,10 +116,15 @@ class Controller:
         if trigger and self.observer.is_news(event.new):
             self.enqueue(object_key(event.new), trigger)
 
+    def same_cluster(self, release: Obj) -> list[Obj]:
+        """The cached Releases on the Cluster of `release` (itself included): all a wave needs."""
+        return self.informer.indexed(cluster_of(release))
+
     def enqueue(self, key: str, why: str) -> None:
+        """Queue a reconcile; a resync's waits behind those that events started."""
         with self._why_lock:
             self._why[key].add(why)
-        self.queue.add(key)
+        self.queue.add(key, low_priority=why == RESYNC)
 
     # -- running -------------------------------------------------------------------------------
     def start(self) -> None:

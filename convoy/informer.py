@@ -4,13 +4,18 @@ Mirrors client-go's SharedIndexInformer closely enough for the document's rules:
 period re-delivers every cached object as an update whose old and new objects are the same
 (a replay, not a re-list), and a watch that expires resumes from the last resourceVersion,
 re-listing only when the server says that version is gone (410).
+
+Like client-go's reflector it lists in pages, and like the transform most controllers install it
+keeps no managedFields in the cache: with thousands of objects, a whole list at once and the
+field managers of each object are most of the controller's memory.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -23,6 +28,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 _WATCH_SECONDS = 300
 _RETRY_SECONDS = 1.0
+#: Objects per page of a list (client-go's reflector lists 500 at a time too).
+LIST_PAGE = 500
 
 
 class EventType(StrEnum):
@@ -40,6 +47,8 @@ class Event:
 
 
 Handler = Callable[[Event], None]
+#: An index function: the value an object is filed under (client-go's IndexFunc, one value).
+IndexFunc = Callable[[Obj], Hashable]
 
 
 def object_key(obj: Obj) -> str:
@@ -57,6 +66,7 @@ class Informer:
         resync: float,
         stop: threading.Event,
         namespace: str | None = None,
+        index: IndexFunc | None = None,
     ) -> None:
         self._resource = resource
         self._namespace = namespace
@@ -64,6 +74,9 @@ class Informer:
         self._resync = resync
         self._stop = stop
         self._cache: dict[str, Obj] = {}
+        # The cache again, filed by `index`: a lookup by value costs what it finds, not a scan.
+        self._index_of = index
+        self._index: dict[Hashable, dict[str, Obj]] = {}
         self._lock = threading.Lock()
         self._synced = threading.Event()
 
@@ -75,6 +88,11 @@ class Informer:
     def list(self) -> list[Obj]:
         with self._lock:
             return list(self._cache.values())
+
+    def indexed(self, value: Hashable) -> list[Obj]:
+        """The cached objects that the index function files under `value`."""
+        with self._lock:
+            return list(self._index.get(value, {}).values())
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
@@ -106,10 +124,13 @@ class Informer:
 
     def _relist(self) -> str:
         """List everything; deliver the differences from the cache as events."""
-        listed = self._resource.get(namespace=self._namespace).to_dict()
-        fresh = {object_key(obj): obj for obj in listed["items"]}
+        items, version = self._list()
+        fresh = {object_key(obj): obj for obj in items}
         with self._lock:
             old_cache, self._cache = self._cache, dict(fresh)
+            self._index.clear()
+            for key, obj in fresh.items():
+                self._file(key, obj)
         for key, obj in fresh.items():
             previous = old_cache.get(key)
             if previous is None:
@@ -119,7 +140,22 @@ class Informer:
         for key in old_cache.keys() - fresh.keys():
             self._handler(Event(EventType.DELETED, old_cache[key], old_cache[key]))
         self._synced.set()
-        return listed["metadata"]["resourceVersion"]
+        return version
+
+    def _list(self) -> tuple[list[Obj], str]:
+        """Every object, a page at a time (raw JSON: the client's object wrappers cost more than
+        the objects); return them and the list's resourceVersion."""
+        items: list[Obj] = []
+        token = None
+        while True:
+            response = self._resource.get(
+                namespace=self._namespace, limit=LIST_PAGE, _continue=token, serialize=False
+            )
+            page = json.loads(response.data)
+            items += [_trimmed(obj) for obj in page["items"]]
+            token = page["metadata"].get("continue")
+            if not token:
+                return items, page["metadata"]["resourceVersion"]
 
     def _watch(self, version: str) -> str:
         """Follow the watch until it ends; return the last resourceVersion seen."""
@@ -137,21 +173,43 @@ class Informer:
                 raise ApiException(status=obj.get("code"), reason=obj.get("message"))
             version = obj["metadata"]["resourceVersion"]
             if kind != "BOOKMARK":
-                self._deliver(EventType(kind), obj)
+                self._deliver(EventType(kind), _trimmed(obj))
         return version
 
     def _deliver(self, kind: EventType, obj: Obj) -> None:
         key = object_key(obj)
         with self._lock:
             old = self._cache.get(key)
+            if old is not None:
+                self._unfile(key, old)
             if kind == EventType.DELETED:
                 self._cache.pop(key, None)
             else:
                 self._cache[key] = obj
+                self._file(key, obj)
         self._handler(Event(kind, old, obj))
+
+    def _file(self, key: str, obj: Obj) -> None:
+        if self._index_of is not None:
+            self._index.setdefault(self._index_of(obj), {})[key] = obj
+
+    def _unfile(self, key: str, obj: Obj) -> None:
+        if self._index_of is None:
+            return
+        value = self._index_of(obj)
+        filed = self._index.get(value, {})
+        filed.pop(key, None)
+        if not filed:
+            self._index.pop(value, None)
 
     def _resync_loop(self) -> None:
         """Every resync period, replay each cached object as an update to itself."""
         while not self._stop.wait(self._resync):
             for obj in self.list():
                 self._handler(Event(EventType.RESYNC, obj, obj))
+
+
+def _trimmed(obj: Obj) -> Obj:
+    """The object as the cache keeps it: without metadata.managedFields, which nothing reads."""
+    obj.get("metadata", {}).pop("managedFields", None)
+    return obj

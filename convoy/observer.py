@@ -300,7 +300,7 @@ class Observer:
 
     def _wave_completed(self, old: Obj, new: Obj) -> None:
         """/sync to each Release of the next wave when this change completes a wave."""
-        others = self._release_cache.list()
+        others = self._release_cache.indexed(waves.cluster_of(new))
         if not waves.wave_completed(old, new, others):
             return
         for release in waves.next_wave(new, others):

@@ -60,8 +60,8 @@ class Result:
 class Context:
     """What a reconcile needs from the rest of the controller: its caches and its observer."""
 
-    #: every Release the controller watches, from the informer cache (for the waves)
-    releases: Callable[[], list[Obj]]
+    #: the Releases on the Cluster of a Release, from the informer cache (for the waves)
+    same_cluster: Callable[[Obj], list[Obj]]
     #: the ReleaseInventory of a Release by "namespace/name" (for health)
     inventory: Callable[[str], Obj | None]
     #: assess the render just applied: (release, its new status, target) -> the inventory
@@ -203,7 +203,7 @@ class Reconciler:
         rolled_back = None if forced else rolled_back_hold(status, ref)
         if rolled_back:
             return Outcome(False, Reason.PINNED, rolled_back)
-        blocking = waves.blocking(release, self._context.releases())
+        blocking = waves.blocking(release, self._context.same_cluster(release))
         if blocking:
             names = ", ".join(
                 f"{o['metadata']['name']} (wave {waves.wave_of(o)})" for o in blocking

@@ -17,6 +17,8 @@ from convoy.api import Annotation
 from convoy.informer import Event, EventType
 
 Obj = dict[str, Any]
+#: The trigger of the informer's resync: the one reconcile the queue may put last.
+RESYNC = "resync"
 
 
 def _generation(obj: Obj) -> int | None:
@@ -32,7 +34,7 @@ def release_trigger(event: Event) -> str | None:
     if event.type == EventType.ADDED:
         return "created"
     if event.type == EventType.RESYNC:
-        return "resync"
+        return RESYNC
     if event.type != EventType.MODIFIED or event.old is None:
         return None
     if _generation(event.old) != _generation(event.new):

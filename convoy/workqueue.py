@@ -7,6 +7,11 @@ Three layers in one class, each mirroring its client-go counterpart:
 - RateLimitingInterface: add_rate_limited() asks a limiter for the delay, forget() and
   num_requeues() manage the per-item failure count.
 
+One addition, after controller-runtime's priority queue: an item added with low priority (a
+resync's replay of the whole cache) waits behind every other ready item, and a normal add of an
+item that waits with low priority moves it to the front line. So an event that starts a
+reconcile (a /sync) does not wait for thousands of resync reconciles.
+
 There is no background goroutine: get() and len() move due items from the heap into the FIFO
 first, and get() waits through the injected clock until the next ready time.
 """
@@ -61,6 +66,10 @@ class WorkQueue(Generic[T]):
         self._limiter = limiter
         self._cond = threading.Condition()
         self._queue: deque[T] = deque()
+        # Low-priority items wait here; an entry is stale once its item is no longer in _low
+        # (it was moved to _queue, or handed out): _pop_locked skips those.
+        self._low_queue: deque[T] = deque()
+        self._low: set[T] = set()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         # Delay heap of (ready_at, seq, item); _waiting holds each item's current ready time, so
@@ -73,10 +82,14 @@ class WorkQueue(Generic[T]):
 
     # --- Type ---------------------------------------------------------------------------------
 
-    def add(self, item: T) -> None:
-        """Queue `item` unless it is already queued; if it is processing, re-queue it on done()."""
+    def add(self, item: T, low_priority: bool = False) -> None:
+        """Queue `item` unless it is already queued; if it is processing, re-queue it on done().
+
+        With `low_priority` it waits behind every other ready item; without, an item already
+        waiting with low priority moves up.
+        """
         with self._cond:
-            self._add_locked(item)
+            self._add_locked(item, low_priority)
 
     def get(self, timeout: float | None = None) -> T | None:
         """Block for the next item and mark it processing.
@@ -89,7 +102,7 @@ class WorkQueue(Generic[T]):
             while True:
                 now = self._clock.now()
                 self._promote_due(now)
-                if self._queue:
+                if self._has_ready_locked():
                     return self._pop_locked()
                 if self._shutting_down or (deadline is not None and now >= deadline):
                     return None
@@ -100,7 +113,7 @@ class WorkQueue(Generic[T]):
         with self._cond:
             self._processing.discard(item)
             if item in self._dirty:
-                self._queue.append(item)
+                (self._low_queue if item in self._low else self._queue).append(item)
                 self._cond.notify()
 
     def shutdown(self) -> None:
@@ -119,7 +132,7 @@ class WorkQueue(Generic[T]):
     def __len__(self) -> int:
         with self._cond:
             self._promote_due(self._clock.now())
-            return len(self._queue)
+            return len(self._queue) + len(self._low - self._processing)
 
     # --- Delaying -----------------------------------------------------------------------------
 
@@ -154,17 +167,37 @@ class WorkQueue(Generic[T]):
 
     # --- internals (caller holds self._cond) --------------------------------------------------
 
-    def _add_locked(self, item: T) -> None:
-        if self._shutting_down or item in self._dirty:
+    def _add_locked(self, item: T, low_priority: bool = False) -> None:
+        if self._shutting_down:
+            return
+        if item in self._dirty:
+            if not low_priority and item in self._low:
+                self._low.discard(item)  # its entry in _low_queue is stale now
+                if item not in self._processing:
+                    self._queue.append(item)
             return
         self._dirty.add(item)
+        if low_priority:
+            self._low.add(item)
         if item in self._processing:
             return
-        self._queue.append(item)
+        (self._low_queue if low_priority else self._queue).append(item)
         self._cond.notify()
 
+    def _has_ready_locked(self) -> bool:
+        """Can get() hand out an item now? Drops the stale low-priority entries in front."""
+        low = self._low_queue
+        while low and (low[0] not in self._low or low[0] in self._processing):
+            low.popleft()  # done() queues a processing item's entry again
+        return bool(self._queue or low)
+
     def _pop_locked(self) -> T:
-        item = self._queue.popleft()
+        """The next item; the caller checked _has_ready_locked()."""
+        if self._queue:
+            item = self._queue.popleft()
+        else:
+            item = self._low_queue.popleft()
+            self._low.discard(item)
         self._processing.add(item)
         self._dirty.discard(item)
         return item

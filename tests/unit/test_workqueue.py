@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from convoy.backoff import RetryBackoff
 from convoy.clock import FakeClock
@@ -87,6 +89,80 @@ def test_adds_while_processing_collapse_into_one_rerun(queue: WorkQueue[str], ad
     assert queue.get(timeout=0) is None, "an item in processing must not be handed out again"
     queue.done("a")
     assert ready(queue) == ["a"] * min(adds, 1)
+
+
+def test_low_priority_items_wait_behind_the_others(queue: WorkQueue[str]) -> None:
+    for item in "xy":
+        queue.add(item, low_priority=True)
+    queue.add("a")
+    queue.add("b")
+    assert len(queue) == 4
+    assert ready(queue) == ["a", "b", "x", "y"]
+
+
+def test_a_normal_add_moves_a_low_priority_item_up(queue: WorkQueue[str]) -> None:
+    for item in "xyz":
+        queue.add(item, low_priority=True)
+    queue.add("z")
+    queue.add("y", low_priority=True)  # a second low add keeps its place
+    assert len(queue) == 3
+    assert ready(queue) == ["z", "x", "y"]
+
+
+@pytest.mark.parametrize("second", [False, True])
+def test_an_item_added_while_processing_keeps_the_priority_of_its_adds(
+    queue: WorkQueue[str], second: bool
+) -> None:
+    """Added low while processing, then (maybe) normal: after done() it is queued once, in
+    the line of its highest-priority add."""
+    queue.add("x", low_priority=True)
+    queue.add("a")
+    assert queue.get(timeout=0) == "a"
+    queue.add("a", low_priority=True)
+    if second:
+        queue.add("a")
+    queue.done("a")
+    assert ready(queue) == (["a", "x"] if second else ["x", "a"])
+
+
+@settings(max_examples=300, deadline=None)
+# p moved up, handed out, added low while processing: its first low entry (behind q) is stale
+@example(
+    [
+        *[("a", "q", True), ("a", "p", True), ("a", "p", False), ("g", "p", False)],
+        *[("a", "p", True), ("g", "p", False), ("g", "p", False)],
+    ]
+)
+@given(st.lists(st.tuples(st.sampled_from("adg"), st.sampled_from("pqr"), st.booleans())))
+def test_priorities_never_hand_out_an_item_twice_nor_lose_one(
+    operations: list[tuple[str, str, bool]],
+) -> None:
+    """Random adds (normal or low), gets and dones against a model of the queue (item -> queued
+    with low priority?): an item is never handed out while processing, a low one only when no
+    normal one is ready, and every add comes out once at last."""
+    queue: WorkQueue[str] = WorkQueue(FakeClock())
+    queued: dict[str, bool] = {}
+    processing: set[str] = set()
+
+    def ready_lows() -> set[bool]:
+        return {low for item, low in queued.items() if item not in processing}
+
+    for operation, item, low in operations:
+        if operation == "a":
+            queue.add(item, low_priority=low)
+            queued[item] = queued.get(item, True) and low
+        elif operation == "g" and (got := queue.get(timeout=0)) is not None:
+            assert got not in processing and got in queued
+            assert queued[got] == min(ready_lows()), "a low-priority item before a normal one"
+            del queued[got]
+            processing.add(got)
+        elif operation == "d" and item in processing:
+            processing.discard(item)
+            queue.done(item)
+    for item in sorted(processing):
+        queue.done(item)
+    assert sorted(ready(queue)) == sorted(queued)
+    assert len(queue) == 0
 
 
 def test_shutdown_unblocks_get(queue: WorkQueue[str], clock: FakeClock) -> None:
