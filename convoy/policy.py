@@ -71,16 +71,22 @@ class Requests:
     force_at: datetime | None
     last_handled_sync: datetime | None
     last_handled_force: datetime | None
+    #: why a request annotation that does not parse was ignored (the Applied message says so)
+    ignored: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, release: Obj) -> Requests:
+        """A request annotation that does not parse is ignored: it makes no request pending,
+        and blocks nothing else (docs/api-reference.md, "Annotations")."""
         annotations = release["metadata"].get("annotations") or {}
         status = release.get("status") or {}
+        ignored: list[str] = []
         return cls(
-            sync_at=_annotation_time(annotations, Annotation.SYNC_REQUESTED_AT),
-            force_at=_annotation_time(annotations, Annotation.SYNC_FORCE_REQUESTED_AT),
+            sync_at=_annotation_time(annotations, Annotation.SYNC_REQUESTED_AT, ignored),
+            force_at=_annotation_time(annotations, Annotation.SYNC_FORCE_REQUESTED_AT, ignored),
             last_handled_sync=_status_time(status, "lastHandledSyncAt"),
             last_handled_force=_status_time(status, "lastHandledForceSyncAt"),
+            ignored=tuple(ignored),
         )
 
     @property
@@ -93,14 +99,15 @@ class Requests:
         return synctime.is_pending(self.force_at, self.last_handled_force)
 
 
-def _annotation_time(annotations: dict[str, str], name: str) -> datetime | None:
+def _annotation_time(annotations: dict[str, str], name: str, ignored: list[str]) -> datetime | None:
     text = annotations.get(name)
     if text is None:
         return None
     try:
         return synctime.parse_sync_time(text)
     except ValueError as error:
-        raise SpecError(f"annotation {name}: {error}") from None
+        ignored.append(f"annotation {name} ignored: {error}")
+        return None
 
 
 def _status_time(status: Obj, field: str) -> datetime | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -101,6 +101,8 @@ class Reconciler:
                 if forced:
                     # A forced request lasts one reconcile, whatever that reconcile's outcome.
                     status["lastHandledForceSyncAt"] = second(requests.force_at)
+            if requests.ignored:
+                result.outcome = with_notice(result.outcome, requests.ignored)
         except FAILURES as failure:
             result.outcome = Outcome(False, failure.reason, str(failure))
         now = self._clock.wall()
@@ -274,6 +276,11 @@ def manual_without_request(status: Obj, ref: str) -> Outcome:
         Reason.WAITING_FOR_SYNC,
         f"render {ref} differs from the last applied render; apply waits for /sync",
     )
+
+
+def with_notice(outcome: Outcome, notices: tuple[str, ...]) -> Outcome:
+    """The outcome, its message telling what the reconcile ignored."""
+    return replace(outcome, message="; ".join((outcome.message, *notices)))
 
 
 def second(moment: datetime | None) -> str | None:

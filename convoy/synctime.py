@@ -35,15 +35,19 @@ def parse_sync_time(text: str) -> datetime:
         parsed = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
         )
-    except ValueError as err:
+        in_utc = parsed.astimezone(UTC)
+    except (ValueError, OverflowError) as err:  # Overflow: outside years 1-9999 in UTC
         raise _invalid(text, str(err)) from None
-    return parsed.astimezone(UTC)
+    return in_utc
 
 
 def format_sync_time(dt: datetime, precise: bool = False) -> str:
     """RFC 3339 in UTC with "Z": to the second like metav1.Time, or with microseconds if precise."""
-    layout = "%Y-%m-%dT%H:%M:%S.%fZ" if precise else "%Y-%m-%dT%H:%M:%SZ"
-    return _utc(dt).strftime(layout)
+    utc = _utc(dt)
+    # The year by hand: strftime's %Y does not pad years before 1000 to four digits on glibc,
+    # and a date-time the schema refuses would fail the whole status write.
+    layout = "-%m-%dT%H:%M:%S.%fZ" if precise else "-%m-%dT%H:%M:%SZ"
+    return f"{utc.year:04d}{utc.strftime(layout)}"
 
 
 def truncate_to_second(dt: datetime) -> datetime:

@@ -58,6 +58,8 @@ def test_parse_to_utc(text: str, expected: datetime) -> None:
         ("2026-11-29T24:00:00Z", "hour"),
         ("2026-11-29T14:05:60Z", "second"),
         ("2026-11-29T14:05:09+24:00", "offset"),
+        ("0001-01-01T00:00:00+01:00", "out of range"),  # year 0 in UTC
+        ("9999-12-31T23:59:59-01:00", "out of range"),  # year 10000 in UTC
     ],
 )
 def test_parse_errors_say_what_and_show_the_format(text: str, reason: str) -> None:
@@ -76,6 +78,7 @@ def test_parse_errors_say_what_and_show_the_format(text: str, reason: str) -> No
         (datetime(2026, 11, 29, 16, 5, 9, 42, tzinfo=PLUS2), False, "2026-11-29T14:05:09Z"),
         (BASE, True, "2026-11-29T14:05:09.000000Z"),
         (datetime(2026, 11, 29, 16, 5, 9, 42, tzinfo=PLUS2), True, "2026-11-29T14:05:09.000042Z"),
+        (datetime(5, 1, 1, 12, 0, 0, tzinfo=UTC), False, "0005-01-01T12:00:00Z"),  # 4 digits
     ],
 )
 def test_format_utc(dt: datetime, precise: bool, text: str) -> None:
