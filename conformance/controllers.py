@@ -15,12 +15,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import yaml
+from kubernetes import client
+
+from conformance import manifests
 from conformance.clusters.ports import reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
-from conformance.polling import wait_http_ok
+from conformance.polling import poll_until, wait_http_ok
 from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
+#: The reference controller's identity and rights as its Deployment has them (manifests/).
+IDENTITY_FILES = (
+    "namespace.yaml",
+    "serviceaccount.yaml",
+    "rbac-controller.yaml",
+    "rbac-targets.yaml",
+    "rbac-aggregated-api.yaml",
+)
+IDENTITY_NAMESPACE, IDENTITY_NAME = "convoy-system", "convoy-controller"
+TARGETS_ROLE = "convoy-controller-targets"
+AGGREGATE_LABEL = "convoy.kumodo.io/aggregate-to-targets=true"
+#: How a refusal to this service account shows in the reference controller's log: the API
+#: server's message (in a reconcile's outcome), or the status of a failed list or watch.
+FORBIDDEN = (f'"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}" cannot', "failed: 403")
+#: Long enough for the longest run (a certifying one); the token dies with the cluster.
+TOKEN_SECONDS = 24 * 3600
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
 MUTANT_VARIABLE = "CONVOY_MUTANT"
 
@@ -45,6 +65,7 @@ class ControllerUnderTest(Protocol):
 class HostController:
     """`python -m convoy` against a kubeconfig, with its log kept for diagnostics."""
 
+    #: the cluster's admin kubeconfig: the subresource API's registration uses it
     kubeconfig: Path
     log_path: Path
     #: --resync in seconds; None runs the controller as shipped, with the document's default
@@ -56,13 +77,15 @@ class HostController:
     #: the subresource API it serves and registers; the API server must reach this machine's
     #: loopback (the local provider). None: the controller serves no subresource API.
     subresources: LocalSubresourceAPI | None = field(default_factory=LocalSubresourceAPI)
+    #: the kubeconfig the process runs with, when not the admin's (service_account_kubeconfig)
+    identity: Path | None = None
 
     def argv(self, health_port: int) -> list[str]:
         argv = [
             sys.executable,
             "-m",
             "mutants" if self.mutant else "convoy",
-            f"--kubeconfig={self.kubeconfig}",
+            f"--kubeconfig={self.identity or self.kubeconfig}",
             *([] if self.resync is None else [f"--resync={self.resync:g}s"]),
             f"--health-port={health_port}",
             "--metrics-port=0",
@@ -102,8 +125,18 @@ class HostController:
         self.start()
 
     def check(self) -> None:
+        """The process still runs; and with the Deployment's identity, the API server never
+        refused it anything (a grant the manifests lack is an error, not a detail)."""
         if self.process:
             self.process.check()
+        if self.identity:
+            lines = self.logs().splitlines()
+            refused = [line for line in lines if any(mark in line for mark in FORBIDDEN)]
+            if refused:
+                raise PermissionError(
+                    f"the API server refused the controller {len(refused)} times; first:\n"
+                    + refused[0][:2000]
+                )
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -121,3 +154,37 @@ class HostController:
                 f"controller not ready after {READY_TIMEOUT:.0f} s:\n{process.tail()}"
             ),
         )
+
+
+def service_account_kubeconfig(api: client.ApiClient, admin: Path, path: Path) -> Path:
+    """Give the cluster the reference controller's service account and roles from manifests/,
+    and write a kubeconfig (at `path`) that authenticates as it. A host controller run with it
+    has exactly its Deployment's rights: a grant the manifests lack fails the run."""
+    objects = manifests.load_files(manifests.MANIFESTS / "controller", IDENTITY_FILES)
+    manifests.apply(api, objects)
+    wait_aggregated(client.RbacAuthorizationV1Api(api))
+    token = client.CoreV1Api(api).create_namespaced_service_account_token(
+        IDENTITY_NAME, IDENTITY_NAMESPACE, {"spec": {"expirationSeconds": TOKEN_SECONDS}}
+    )
+    document = yaml.safe_load(admin.read_text())
+    for user in document["users"]:
+        user["user"] = {"token": token.status.token}
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def wait_aggregated(rbac: client.RbacAuthorizationV1Api) -> None:
+    """Until kube-controller-manager has aggregated every labelled role into the targets role
+    (before that, the controller's first applies would be refused)."""
+
+    def aggregated() -> bool:
+        sources = rbac.list_cluster_role(label_selector=AGGREGATE_LABEL).items
+        wanted = sum(len(role.rules or []) for role in sources)
+        return len(rbac.read_cluster_role(TARGETS_ROLE).rules or []) >= wanted
+
+    poll_until(
+        aggregated,
+        timeout=READY_TIMEOUT,
+        step=0.1,
+        failure=lambda: TimeoutError(f"{TARGETS_ROLE} not aggregated after {READY_TIMEOUT:.0f} s"),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,13 @@ ESTABLISH_TIMEOUT = 30.0
 def load(directory: Path) -> list[dict[str, Any]]:
     """The objects of the files a kustomization lists (resources only: no patches here)."""
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    return load_files(directory, kustomization["resources"])
+
+
+def load_files(directory: Path, names: Iterable[str]) -> list[dict[str, Any]]:
+    """The objects of these YAML files of `directory`, in order."""
     objects: list[dict[str, Any]] = []
-    for name in kustomization["resources"]:
+    for name in names:
         objects += [doc for doc in yaml.safe_load_all((directory / name).read_text()) if doc]
     return objects
 

@@ -116,7 +116,8 @@ class Informer:
                     log.info("watch %s: resourceVersion %s expired; listing again", kind, version)
                     version = None
                     continue
-                log.warning("watch %s failed: %s", self._resource.kind, error.reason)
+                kind = self._resource.kind
+                log.warning("watch %s failed: %s %s", kind, error.status, error.reason)
                 self._stop.wait(_RETRY_SECONDS)
             except Exception:
                 log.exception("watch %s failed", self._resource.kind)

@@ -263,11 +263,9 @@ GRANTED = [
     {"group": CONVOY, "resource": "releases", "verb": "get", "namespace": "team-a"},
     {"group": CONVOY, "resource": "releases", "verb": "patch", "namespace": "team-a"},
     {"group": CONVOY, "resource": "releases", "subresource": "status", "verb": "patch"},
-    {"group": CONVOY, "resource": "releases", "subresource": "status", "verb": "update"},
     {"group": CONVOY, "resource": "releaseinventories", "verb": "create"},
     {"group": CONVOY, "resource": "releaseinventories", "subresource": "status", "verb": "patch"},
     {"group": CONVOY, "resource": "clusters", "verb": "get"},
-    {"group": CONVOY, "resource": "clusters", "subresource": "status", "verb": "patch"},
     {"group": "", "resource": "configmaps", "verb": "get", "namespace": "team-a"},
     {"group": "", "resource": "secrets", "verb": "get", "namespace": "team-a"},
     # the aggregated API's delegated authentication and authorization
@@ -281,11 +279,33 @@ GRANTED = [
         "name": "extension-apiserver-authentication",
     },
 ]
-#: Outside convoy's own role and the targets' verbs (those grant get/patch/create/delete only).
+#: Outside convoy's own role and the targets' kinds and verbs (get/patch/create/delete only):
+#: the verbs no code of the controller uses, and the subresources and kinds "*" would grant.
 REFUSED = [
     {"group": "", "resource": "secrets", "verb": "list"},
+    {"group": "", "resource": "secrets", "verb": "create", "namespace": "team-a"},
     {"group": "", "resource": "configmaps", "verb": "watch", "namespace": "team-a"},
     {"group": CONVOY, "resource": "releases", "verb": "update", "namespace": "team-a"},
+    {"group": CONVOY, "resource": "releases", "subresource": "status", "verb": "update"},
+    {"group": CONVOY, "resource": "releases", "subresource": "finalizers", "verb": "update"},
+    {"group": CONVOY, "resource": "releaseinventories", "verb": "get", "namespace": "team-a"},
+    {"group": CONVOY, "resource": "releaseinventories", "verb": "patch", "namespace": "team-a"},
+    {"group": CONVOY, "resource": "releaseinventories", "subresource": "status", "verb": "update"},
+    {"group": CONVOY, "resource": "clusters", "verb": "list"},
+    {"group": CONVOY, "resource": "clusters", "verb": "watch"},
+    {"group": CONVOY, "resource": "clusters", "subresource": "status", "verb": "patch"},
+    {"group": CONVOY, "resource": "clusters", "subresource": "status", "verb": "update"},
+    {"group": "", "resource": "pods", "subresource": "exec", "verb": "create", "namespace": "a"},
+    {"group": "", "resource": "pods", "subresource": "attach", "verb": "create", "namespace": "a"},
+    {
+        "group": "",
+        "resource": "serviceaccounts",
+        "subresource": "token",
+        "verb": "create",
+        "namespace": "team-a",
+    },
+    {"group": "", "resource": "nodes", "subresource": "proxy", "verb": "get"},
+    {"group": "rbac.authorization.k8s.io", "resource": "roles", "verb": "create", "namespace": "a"},
     {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "verb": "escalate"},
     {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "verb": "bind"},
 ]
@@ -309,8 +329,8 @@ def test_the_targets_role_aggregates_the_default_rule(
     installed: Installed, k8s: client.ApiClient
 ) -> None:
     """The aggregated ClusterRole gets its rules from kube-controller-manager's
-    clusterrole-aggregation controller: then the controller may apply, read and prune any kind,
-    and still not update or list."""
+    clusterrole-aggregation controller: then the controller may apply, read and prune the
+    default kinds, and still not update or list them."""
     rbac = client.RbacAuthorizationV1Api(k8s)
 
     def aggregated() -> bool:
