@@ -27,7 +27,9 @@ from kubernetes import client, dynamic
 
 from conformance import install_kind
 from conformance.clusters.local import LocalControlPlane
+from conformance.controllers import HostController, service_account_kubeconfig
 from conformance.kube import dynamic_api
+from conformance.releases import API_VERSION, condition
 from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -341,3 +343,43 @@ def test_the_targets_role_aggregates_the_default_rule(
         assert allowed(k8s, group="apps", resource="deployments", verb=verb, namespace="team-a")
     assert not allowed(k8s, group="apps", resource="deployments", verb="update", namespace="x")
     assert not allowed(k8s, group="apps", resource="deployments", verb="list")
+
+
+def test_a_refusal_to_the_controllers_service_account_fails_the_controllers_check(
+    installed: Installed, bare_cluster: LocalControlPlane, k8s: client.ApiClient, tmp_path: Path
+) -> None:
+    """The host controller as the suite runs it on a cluster of its own: with the Deployment's
+    service account and roles. A render of a kind the roles leave out (a Secret) is refused, the
+    Release says so, and the controller's check fails the run with the API server's words."""
+    identity = service_account_kubeconfig(k8s, bare_cluster.kubeconfig, tmp_path / "sa.kubeconfig")
+    namespace = "identity-check"
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": namespace}})
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rendered"}}
+    core.create_namespaced_config_map(
+        namespace,
+        {"metadata": {"name": "source"}, "data": {"manifests.yaml": yaml.safe_dump(secret)}},
+    )
+    releases = dynamic_api(k8s).resources.get(api_version=API_VERSION, kind="Release")
+    spec = {"source": {"name": "source"}, "syncPolicy": {"automatic": True}}
+    body = {"apiVersion": API_VERSION, "kind": "Release", "metadata": {"name": "web"}}
+    releases.create(body=body | {"spec": spec}, namespace=namespace)
+    controller = HostController(
+        bare_cluster.kubeconfig,
+        tmp_path / "controller.log",
+        resync=30,
+        subresources=None,
+        identity=identity,
+    ).start()
+    try:
+
+        def refused() -> bool:
+            found = condition(releases.get(name="web", namespace=namespace).to_dict())
+            return bool(found and found["reason"] == "Unappliable")  # its dry run refused
+
+        wait_until(refused, 30, "the apply of a Secret to be refused")
+        with pytest.raises(PermissionError, match='cannot patch resource "secrets"'):
+            controller.check()
+    finally:
+        controller.stop()
+        core.delete_namespace(namespace)
