@@ -130,13 +130,7 @@ class HostController:
         if self.process:
             self.process.check()
         if self.identity:
-            lines = self.logs().splitlines()
-            refused = [line for line in lines if any(mark in line for mark in FORBIDDEN)]
-            if refused:
-                raise PermissionError(
-                    f"the API server refused the controller {len(refused)} times; first:\n"
-                    + refused[0][:2000]
-                )
+            check_not_refused(self.logs())
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -188,3 +182,13 @@ def wait_aggregated(rbac: client.RbacAuthorizationV1Api) -> None:
         step=0.1,
         failure=lambda: TimeoutError(f"{TARGETS_ROLE} not aggregated after {READY_TIMEOUT:.0f} s"),
     )
+
+
+def check_not_refused(log: str) -> None:
+    """Raise when the reference controller's log shows the API server refusing it anything."""
+    refused = [line for line in log.splitlines() if any(mark in line for mark in FORBIDDEN)]
+    if refused:
+        raise PermissionError(
+            f"the API server refused the controller {len(refused)} times; first:\n"
+            + refused[0][:2000]
+        )

@@ -40,6 +40,7 @@ import filelock
 import yaml
 
 from conformance.clusters import pki
+from conformance.controllers import check_not_refused
 
 log = logging.getLogger(__name__)
 
@@ -674,7 +675,8 @@ class InClusterController:
         self.start()
 
     def check(self) -> None:
-        """Raise when the Deployment has no available replica while it should run."""
+        """Raise when the Deployment has no available replica while it should run, or when its
+        log shows the API server refusing it anything (its roles lack a grant)."""
         if not self.started:
             return
         k, kc = self.installer.kubectl, self.installer.kubeconfig
@@ -693,6 +695,7 @@ class InClusterController:
             raise InstallError(
                 f"deployment/{DEPLOYMENT} has no available replica:\n{self.logs()[-4000:]}"
             )
+        check_not_refused(self.logs())
 
     def logs(self) -> str:
         proc = self.installer.runner(logs_argv(self.installer.kubectl, self.installer.kubeconfig))
