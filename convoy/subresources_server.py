@@ -140,7 +140,9 @@ class _Handler(BaseHTTPRequestHandler):
             response = error.response
         self._send(response)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+    # Every method the kube-apiserver proxies: the API answers those a route lacks with 405
+    # (BaseHTTPRequestHandler would answer a method without a do_ method with 501).
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _serve
 
     def _request(self, user: User, body: bytes) -> Request:
         url = urlsplit(self.path)
@@ -202,7 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")  # also ends this connection's loop
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # a HEAD answer has the headers of a GET, not its body
+            self.wfile.write(data)
 
     def log_message(self, format: str, *args: object) -> None:
         """The aggregator polls discovery often; writes are logged by the API itself."""
