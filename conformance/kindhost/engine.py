@@ -197,12 +197,13 @@ class Engine:
 def check_prerequisites() -> None:
     if os.geteuid() != 0:
         raise EngineError("the kind host's engine needs root (network namespace, dockerd)")
-    missing = [
-        name for name in ("dockerd", "runc", "nsenter", "ip", "docker") if not shutil.which(name)
-    ]
+    # debootstrap builds the node and controller base images (conformance.kindhost.images)
+    commands = ("dockerd", "runc", "nsenter", "ip", "docker", "debootstrap")
+    missing = [name for name in commands if not shutil.which(name)]
     if missing:
         raise EngineError(
-            f"missing {', '.join(missing)}: `make kindhost-packages` installs Debian's docker.io"
+            f"missing {', '.join(missing)}: `make kindhost-packages` installs Debian's docker.io "
+            "and debootstrap"
         )
 
 
