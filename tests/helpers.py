@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 
 from conformance.kube import read_or_none
@@ -53,3 +57,37 @@ def wait_handled(app: App, field: str, request: datetime) -> None:
         ),
         f"the request of {request:%H:%M:%S} handled ({field})",
     )
+
+
+ACTION = Path(__file__).resolve().parents[1] / "action.yml"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    process: subprocess.CompletedProcess[str]
+    #: what the step wrote to GITHUB_OUTPUT, as it wrote it
+    written: str
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        lines = self.written.splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def run_action_step(step: str, work: Path, tools: list[Path], env: dict[str, str]) -> StepRun:
+    """Run the composite action's step (by id or name) as the runner would: its script with
+    bash -e, a GITHUB_OUTPUT file, `tools` first on PATH and the step's own `env`."""
+    steps = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+    script = next(s for s in steps if step in (s.get("id"), s.get("name")))["run"]
+    output = work / f"github-output-{len(list(work.glob('github-output-*')))}"
+    output.touch()
+    path = os.pathsep.join([*map(str, tools), os.environ["PATH"]])
+    environment = {**os.environ, "PATH": path, "GITHUB_OUTPUT": str(output), **env}
+    process = subprocess.run(
+        ["bash", "-e", "-c", script],
+        env=environment,
+        cwd=ACTION.parent,
+        capture_output=True,
+        text=True,
+    )
+    return StepRun(process, output.read_text())

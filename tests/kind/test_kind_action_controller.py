@@ -2,37 +2,28 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 
 from conformance.clusters.base import Cluster
-
-ACTION = Path(__file__).resolve().parents[2] / "action.yml"
+from tests.helpers import run_action_step
 
 
 def find_deployment(
     cluster: Cluster, kubectl: str, namespace: str, named: str, tmp_path: Path
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """Run the step as the runner would; return the process and what it wrote to GITHUB_OUTPUT."""
-    steps = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
-    script = next(s for s in steps if s.get("id") == "controller")["run"]
-    github_output = tmp_path / "github_output"
-    github_output.touch()
+    """The action's "controller" step; return the process and what it wrote to GITHUB_OUTPUT."""
     env = {
-        "PATH": f"{Path(kubectl).parent}{os.pathsep}{os.environ['PATH']}",
         "KUBECONFIG": str(cluster.kubeconfig),
         "HOME": str(tmp_path),  # kubectl's discovery cache goes under $HOME/.kube
-        "GITHUB_OUTPUT": str(github_output),
         "NAMESPACE": namespace,
         "DEPLOYMENT": named,
     }
-    proc = subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True)
-    return proc, github_output.read_text()
+    ran = run_action_step("controller", tmp_path, [Path(kubectl).parent], env)
+    return ran.process, ran.written
 
 
 def create_deployment(k8s: client.ApiClient, namespace: str, name: str) -> None:

@@ -10,7 +10,6 @@ engine's cluster, and the check is that the report says MODE-1 passed.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -24,11 +23,11 @@ import yaml
 from conformance import install_kind
 from conformance.clusters.kind import KindProvider
 from conformance.kindhost.engine import Engine, host_address
+from tests.helpers import run_action_step
 from tests.kindhost.conftest import own_kind_cluster
 
 pytestmark = pytest.mark.kindhost
 
-ACTION = install_kind.REPO_ROOT / "action.yml"
 #: The action's own cluster name (its steps name it).
 CLUSTER = "convoy-conformance"
 VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
@@ -69,36 +68,15 @@ def vendor(
         cluster.stop()
 
 
-def action_step(name: str) -> str:
-    steps = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
-    return next(step for step in steps if step.get("name") == name)["run"]
-
-
 def run_step(name: str, vendor: Vendor, tmp_path: Path, **env: str) -> dict[str, str]:
-    """Run one step as the runner would; return what it wrote to GITHUB_OUTPUT."""
-    output = tmp_path / f"output-{len(list(tmp_path.iterdir()))}"
-    output.touch()
+    """Run one of the action's steps against the vendor's cluster; return its outputs."""
     tools = [Path(sys.executable).parent, vendor.cluster.kind_path.parent]
     tools.append(vendor.cluster.kubectl_path.parent)
-    path = os.pathsep.join([*map(str, tools), os.environ["PATH"]])
-    environment = {
-        **os.environ,
-        "PATH": path,
-        "KUBECONFIG": str(vendor.cluster.kubeconfig),
-        "GITHUB_OUTPUT": str(output),
-        **env,
-    }
-    proc = subprocess.run(
-        ["bash", "-e", "-c", action_step(name)],
-        env=environment,
-        cwd=install_kind.REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
-    print(proc.stdout[-3000:], proc.stderr[-3000:])
-    assert proc.returncode == 0, f"step {name!r} failed"
-    lines = output.read_text().splitlines()
-    return dict(line.split("=", 1) for line in lines if "=" in line)
+    env = {"KUBECONFIG": str(vendor.cluster.kubeconfig), **env}
+    ran = run_action_step(name, tmp_path, tools, env)
+    print(ran.process.stdout[-3000:], ran.process.stderr[-3000:])
+    assert ran.process.returncode == 0, f"step {name!r} failed"
+    return ran.outputs
 
 
 def mode_results(report: Path) -> dict[str, str]:
