@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog, mutation, report
+from conformance import catalog, mutation, report, verify
 from conformance.clusters import binaries
 from conformance.timing import LONG_RESYNC
 
@@ -146,11 +146,19 @@ def _list_mutants(chosen: list, *, as_json: bool) -> int:
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     """pytest on the suite, writing the report unless the caller chose where."""
     report = [] if any(a.startswith("--report-dir") for a in extra) else ["--report-dir=reports"]
-    chosen = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in extra)
-    paths = [] if chosen else [str(SUITE_DIR)]
+    paths = [] if any(_names_tests(a) for a in extra) else [str(SUITE_DIR)]
     # Live log lines say what each long wait is for; xdist workers cannot show them.
     live = [] if "-n" in extra else ["-o", "log_cli=true", "-o", "log_cli_level=INFO"]
     return int(pytest.main([*paths, "-p", "no:cacheprovider", *live, *report, *extra]))
+
+
+def _names_tests(arg: str) -> bool:
+    """Is this argument tests to run (a test file, a node ID, a directory of tests), not an
+    option's value such as the directory of `--report-dir DIR`?"""
+    path = Path(arg.split("::")[0])
+    if arg.startswith("-") or not path.exists():
+        return False
+    return path.suffix == ".py" or (path.is_dir() and any(path.glob("test_*.py")))
 
 
 def _certify(args: argparse.Namespace, extra: list[str]) -> int:
@@ -189,7 +197,12 @@ def _certify(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    problems = report.verify(Path(args.file), results_only=args.results_only)
+    """A report file, or a submission directory (reports/<suite version>/<org>-<project>/)."""
+    path = Path(args.file)
+    if path.is_dir():
+        problems = verify.verify_submission(path)
+    else:
+        problems = verify.verify(path, results_only=args.results_only)
     verdict, problem_kind = (
         ("every clause passed", "not passed")
         if args.results_only
@@ -212,11 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         "rules", help="the rule catalog: each rule's clauses and the tests of each clause"
     )
     rules.add_argument("--json", action="store_true", help="machine-readable output")
-    verify = commands.add_parser(
-        "verify-report", help="check a report's shape and that it certifies"
+    checker = commands.add_parser(
+        "verify-report",
+        help="check a report (or a submission directory) against this kit and that it certifies",
     )
-    verify.add_argument("file")
-    verify.add_argument(
+    checker.add_argument("file", help="conformance-report.yaml, or a submission directory")
+    checker.add_argument(
         "--results-only",
         action="store_true",
         help="only check that every clause passed or is left to a certifying phase (a "

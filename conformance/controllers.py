@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import yaml
 from kubernetes import client
@@ -59,6 +59,10 @@ class ControllerUnderTest(Protocol):
     def check(self) -> None: ...
 
     def logs(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What runs, as the report records it."""
+        ...
 
 
 @dataclass
@@ -134,6 +138,15 @@ class HostController:
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def describe(self) -> dict[str, Any]:
+        user = f"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}"
+        return {
+            "hostProcess": f"python -m {'mutants' if self.mutant else 'convoy'}",
+            "resync": "default" if self.resync is None else f"{self.resync:g}s",
+            "identity": user if self.identity else "the cluster's admin",
+            **({"mutant": self.mutant} if self.mutant else {}),
+        }
 
     def _wait_ready(self, url: str) -> None:
         process = self.process

@@ -100,6 +100,9 @@ class DeploymentController:
         self._wait_rolled_out()
         return self
 
+    def describe(self) -> dict[str, Any]:
+        return describe_deployment(self.api, self.namespace, self.name)
+
     def stop(self) -> None:
         """Scale to zero and wait until no pod of the Deployment is left, terminating or not."""
         self._scale(0)
@@ -206,3 +209,28 @@ class DeploymentController:
                 f"{self.timeout:g} s; status: {deployment.status if deployment else None}"
             ),
         )
+
+
+def describe_deployment(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    """The controller under test as the cluster shows it (for the report): its Deployment, each
+    container's image and args, and the image digest its running pods report."""
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    deployment = apps.read_namespaced_deployment(name, namespace)
+    pods = core.list_namespaced_pod(
+        namespace, label_selector=label_selector(deployment.spec.selector)
+    ).items
+    running = {
+        status.name: status.image_id
+        for pod in pods
+        for status in (pod.status.container_statuses or [])
+    }
+    containers = [
+        {
+            "name": container.name,
+            "image": container.image,
+            "imageID": running.get(container.name) or None,
+            "args": list(container.args or []),
+        }
+        for container in deployment.spec.template.spec.containers
+    ]
+    return {"deployment": f"{namespace}/{name}", "containers": containers}

@@ -40,7 +40,9 @@ import filelock
 import yaml
 
 from conformance.clusters import pki
+from conformance.clusters.kubeconfig import api_client
 from conformance.controllers import check_not_refused
+from conformance.deployed import describe_deployment
 
 log = logging.getLogger(__name__)
 
@@ -700,6 +702,11 @@ class InClusterController:
     def logs(self) -> str:
         proc = self.installer.runner(logs_argv(self.installer.kubectl, self.installer.kubeconfig))
         return (proc.stdout or "") + (proc.stderr or "")
+
+    def describe(self) -> dict[str, Any]:
+        kubeconfig = self.installer.kubeconfig
+        with api_client(kubeconfig, kubeconfig.parent) as api:
+            return {"installedBy": "the suite", **describe_deployment(api, NAMESPACE, DEPLOYMENT)}
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import html
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from conformance import catalog
+from conformance import catalog, provenance
 from conformance.session import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
@@ -36,13 +35,6 @@ CLAUSES_PROPERTY = "convoy_clauses"
 #: The phases of a certifying run (`convoy-conformance certify`), in order, with the marker
 #: expression that selects each one's tests.
 PHASES = {"shipped": "not long", "long": "long"}
-
-
-def suite_version() -> str:
-    try:
-        return metadata.version("convoy-conformance")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclasses.dataclass
@@ -142,7 +134,8 @@ class ReportPlugin:
             "apiVersion": API_VERSION,
             "kind": KIND,
             "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "suiteVersion": suite_version(),
+            "suiteVersion": provenance.suite_version(),
+            "provenance": provenance.provenance(),
             "document": {"name": catalog.DOCUMENT, "version": catalog.DOCUMENT_VERSION},
             "implementation": implementation,
             "environment": self.environment,
@@ -378,69 +371,3 @@ Kubernetes {e(str(report["environment"].get("kubernetesVersion", "?")))} on
 <h2>Timing (seconds)</h2><table>{timing}</table>
 </body></html>
 """
-
-
-def verify(path: Path, *, results_only: bool = False) -> list[str]:
-    """Problems that keep a report from certifying; empty when it does. `results_only`: only
-    that every clause passed, or was left out of this profile (a development run's check)."""
-    try:
-        report = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        return [f"cannot read {path}: {error}"]
-    if not isinstance(report, dict):
-        return [f"{path} is not a YAML mapping"]
-    problems = []
-    if (report.get("apiVersion"), report.get("kind")) != (API_VERSION, KIND):
-        problems.append(f"apiVersion/kind must be {API_VERSION}/{KIND}")
-    if results_only:
-        return problems + _clause_problems(report.get("rules") or [], allowed=RESULTS_ONLY)
-    for field in (
-        "date",
-        "suiteVersion",
-        "document",
-        "implementation",
-        "environment",
-        "options",
-        "timing",
-        "phases",
-        "certifying",
-        "rules",
-    ):
-        if field not in report:
-            problems.append(f"missing field {field}")
-    implementation = report.get("implementation") or {}
-    problems += [
-        f"implementation.{f} is empty" for f in IMPLEMENTATION_FIELDS if not implementation.get(f)
-    ]
-    phases = [p.get("name") for p in report.get("phases") or []]
-    if "phases" in report and phases != list(PHASES):
-        problems.append(f"phases: {phases}, a certifying run has {list(PHASES)}")
-    problems += _clause_problems(report.get("rules") or [])
-    if report.get("certifying") is not True:
-        problems.append(
-            "the run was not certifying: "
-            + "; ".join(report.get("nonCertifyingReasons") or ["no reason given"])
-        )
-    return problems
-
-
-#: What a development run may leave a clause at: passed, or left to a certifying run's phase.
-RESULTS_ONLY = ("passed", "not-in-profile")
-
-
-def _clause_problems(
-    rules: list[dict[str, Any]], allowed: tuple[str, ...] = ("passed",)
-) -> list[str]:
-    by_id = {r.get("id"): r for r in rules}
-    problems = []
-    for rule in catalog.RULES:
-        if rule.id not in by_id:
-            problems.append(f"rule {rule.id} is missing")
-            continue
-        results = {c.get("id"): c.get("result") for c in by_id[rule.id].get("clauses") or []}
-        for clause in rule.clauses:
-            if clause.id not in results:
-                problems.append(f"clause {clause.id} is missing")
-            elif results[clause.id] not in allowed:
-                problems.append(f"clause {clause.id}: {results[clause.id]}")
-    return problems

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conformance import catalog
+from conformance import catalog, cli
 from conformance.cli import SUITE_DIR
 
 
@@ -72,3 +72,20 @@ def test_a_test_naming_no_clause_of_the_catalog_is_a_usage_error(
     result = pytester.runpytest("--collect-only", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("arg", "names_tests"),
+    [
+        ("conformance/suite", True),
+        ("conformance/suite/test_mode.py", True),
+        ("conformance/suite/test_mode.py::test_manual_mode_applies_nothing_without_sync", True),
+        ("conformance", False),  # a directory without tests of its own
+        ("docs", False),  # the value of `--report-dir docs`
+        ("-q", False),
+        ("absent/test_x.py", False),
+    ],
+)
+def test_run_takes_only_tests_for_the_tests_to_run(arg: str, names_tests: bool) -> None:
+    """`convoy-conformance run --report-dir DIR` must still run the suite, not what DIR holds."""
+    assert cli._names_tests(arg) is names_tests
