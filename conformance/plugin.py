@@ -11,19 +11,23 @@ import secrets
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conformance import catalog, diagnostics, timing
 from conformance.clusters.select import PROVIDERS, Choice
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
 from conformance.session import (
     CHOICE,
+    KEEP_CHOICES,
     RUN_ID,
+    TEST_FAILED,
     TIMING,
     is_xdist_worker,
     kind_provider,
     provider_choice,
 )
 from conformance.turns import STOPS_CONTROLLER
+from conformance.verify import test_key
 
 pytest_plugins = ["conformance.fixtures.cluster", "conformance.fixtures.convoy"]
 
@@ -92,6 +96,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=Path,
         default=None,
         help="write conformance-report.yaml, conformance-report.html and junit.xml here",
+    )
+    group.addoption(
+        "--keep-namespaces",
+        choices=KEEP_CHOICES,
+        default="never",
+        help="leave a test's namespace (Releases, target objects, its witness record) in place "
+        "when it failed (on-failure) or always, and print how to look at it; the run does not "
+        "certify then. On a cluster the suite made, keep the cluster too (--keep-cluster)",
+    )
+    group.addoption(
+        "--rerun-failed",
+        type=Path,
+        default=None,
+        metavar="REPORT",
+        help="run only the tests this conformance-report.yaml lists as failed or in error "
+        "(such a run does not certify)",
     )
     group.addoption(
         "--certify-phase",
@@ -174,8 +194,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 TEST_BODY_ONLY = pytest.mark.timeout(func_only=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every clause a test names must be in the catalog (a bare rule ID is not a clause)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every clause a test names must be in the catalog (a bare rule ID is not a clause); with
+    --rerun-failed, only the tests the report lists as failed run."""
+    rerun = config.getoption("rerun_failed")
+    if rerun:
+        failed = failed_tests(rerun)
+        dropped = [item for item in items if test_key(item.nodeid) not in failed]
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if test_key(item.nodeid) in failed]
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(TEST_BODY_ONLY)
@@ -189,11 +216,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(f"{item.nodeid}: unknown clause ID(s) {unknown}{hint}")
 
 
+def failed_tests(report_path: Path) -> set[str]:
+    """The tests (by test_key) a report lists as failed or in error."""
+    try:
+        written = yaml.safe_load(report_path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise pytest.UsageError(f"--rerun-failed {report_path}: cannot read it: {error}") from None
+    failed = {
+        test_key(test["name"])
+        for test in written.get("tests") or []
+        if test.get("result") in ("failed", "error")
+    }
+    if not failed:
+        raise pytest.UsageError(f"--rerun-failed {report_path}: the report lists no failed test")
+    return failed
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
     """On a failure, attach the namespace's Releases and events and the controller's log."""
     outcome = yield
     report = outcome.get_result()
+    if report.failed:
+        item.stash[TEST_FAILED] = True
     funcargs = getattr(item, "funcargs", {})
     if report.failed and "namespace" in funcargs and "k8s" in funcargs:
         text = diagnostics.collect(

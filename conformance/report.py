@@ -186,6 +186,10 @@ class ReportPlugin:
             reasons.append(f"tests selected with -m {markers!r}")
         if self.deselected and not self.phase:
             reasons.append(f"{self.deselected} test(s) deselected")
+        if option("rerun_failed"):
+            reasons.append(f"a rerun of the tests {option('rerun_failed')} lists as failed")
+        if option("keep_namespaces") != "never":
+            reasons.append(f"--keep-namespaces={option('keep_namespaces')}: namespaces left")
         if option("convoy_mutant"):
             reasons.append(f"a mutant of the reference controller ran: {option('convoy_mutant')}")
         missing = [f for f, value in implementation.items() if not value]

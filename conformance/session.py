@@ -28,6 +28,10 @@ CHOICE = pytest.StashKey[Choice]()
 TIMING = pytest.StashKey[Timing]()
 #: What the report says of the run's cluster: provider, why, Kubernetes version.
 ENVIRONMENT = pytest.StashKey[dict]()
+#: On a test item: one of its phases failed (the namespace fixture's teardown reads it).
+TEST_FAILED = pytest.StashKey[bool]()
+#: --keep-namespaces: leave no test's namespace, a failed test's, or every test's.
+KEEP_CHOICES = ("never", "on-failure", "always")
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:

@@ -17,7 +17,7 @@ from kubernetes import client
 from conformance.clusters.base import Cluster
 from conformance.clusters.ports import reservations
 from conformance.clusters.processes import unblock_stop_signals
-from conformance.namespaces import RUN_LABEL, sweep_namespaces
+from conformance.namespaces import KEPT_LABEL, RUN_LABEL, delete_namespace, sweep_namespaces
 from tests.helpers import namespace_deleted, pid_running, wait_until
 
 FAILING_TEST = """
@@ -73,6 +73,52 @@ def test_a_failing_test_still_has_its_namespace_deleted(
     name = (tmp_path / "namespace.txt").read_text()
     core = client.CoreV1Api(k8s)
     wait_until(lambda: namespace_deleted(core, name), 30, f"namespace {name} to be deleted")
+
+
+KEPT_AND_PASSING = (
+    """
+    from pathlib import Path
+
+    def test_passes_holding_a_namespace(namespace):
+        Path("passed.txt").write_text(namespace)
+"""
+    + FAILING_TEST
+)
+
+
+@pytest.mark.parametrize("policy", ["on-failure", "always"])
+def test_keep_namespaces_leaves_what_it_says_and_tells_how_to_look(
+    tmp_path: Path, cluster: Cluster, k8s: client.ApiClient, policy: str
+) -> None:
+    """--keep-namespaces on an existing cluster: the failed test's namespace (and with
+    `always`, the passed one's) stays, labelled so that the session's sweep leaves it too,
+    with the kubectl commands and the witness record written beside the report."""
+    run = inner_run(
+        tmp_path,
+        KEPT_AND_PASSING,
+        "--cluster=existing",
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--keep-namespaces={policy}",
+        "--report-dir=out",
+    )
+    output, _ = run.communicate(timeout=120)
+    core = client.CoreV1Api(k8s)
+    failed, passed = ((tmp_path / f).read_text() for f in ("namespace.txt", "passed.txt"))
+    try:
+        assert run.returncode == 1, output
+        kept = core.read_namespace(failed)
+        assert kept.metadata.labels[KEPT_LABEL] == "true"
+        assert f"namespace {failed} kept (--keep-namespaces)" in output
+        readme = (tmp_path / "out" / "kept" / failed / "README.txt").read_text()
+        assert f"--namespace {failed} get releases" in readme
+        assert (tmp_path / "out" / "kept" / failed / "witness.txt").exists()
+        if policy == "always":
+            assert KEPT_LABEL in core.read_namespace(passed).metadata.labels
+        else:
+            wait_until(lambda: namespace_deleted(core, passed), 30, f"{passed} to be deleted")
+    finally:
+        for name in (failed, passed):
+            delete_namespace(core, name)
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])

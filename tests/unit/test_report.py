@@ -184,3 +184,42 @@ def test_the_terminal_tells_the_verdict_its_reasons_and_the_report_files(
         *METADATA,
     )
     both.stdout.fnmatch_lines(["convoy conformance: CERTIFYING (128 clauses: 128 passed)"])
+
+
+def test_rerun_failed_runs_exactly_what_the_report_lists_as_failed(
+    pytester: pytest.Pytester,
+) -> None:
+    first = run_inner(pytester, PASSING_AND_FAILING, *METADATA)
+    failed = {t["name"] for t in first["tests"] if t["result"] in ("failed", "error")}
+    assert failed == {
+        "test_rerun_failed_runs_exactly_what_the_report_lists_as_failed.py::test_fails"
+    }
+    pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--report-dir=again",
+        "--rerun-failed=out/conformance-report.yaml",
+        *METADATA,
+    )
+    again = yaml.safe_load((pytester.path / "again" / "conformance-report.yaml").read_text())
+    assert {t["name"] for t in again["tests"]} == failed
+    assert (
+        "a rerun of the tests out/conformance-report.yaml lists as failed"
+        in again["nonCertifyingReasons"]
+    )
+    junit = (pytester.path / "again" / "junit.xml").read_text()
+    assert junit.count("<testcase") == 1
+
+
+def test_rerun_failed_of_a_report_without_failures_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(every_clause_passing())
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--report-dir=out", *METADATA)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--rerun-failed=out/conformance-report.yaml"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--rerun-failed out/conformance-report.yaml: the report lists no failed test*"]
+    )
