@@ -119,10 +119,10 @@ def adds_during_a_reconcile_dropped() -> None:
     again when that processing is done."""
     original = workqueue.WorkQueue._add_locked
 
-    def add_locked(self, item) -> None:
+    def add_locked(self, item, low_priority: bool = False) -> None:
         if item in self._processing:
             return
-        original(self, item)
+        original(self, item, low_priority)
 
     workqueue.WorkQueue._add_locked = add_locked
 

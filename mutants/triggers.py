@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from convoy import __main__ as entry
@@ -204,17 +205,26 @@ def every_other_wave_reconciled() -> None:
 @mutant("wave-ignores-the-cluster-ref", "TRIG-7.not-other-cluster")
 def wave_ignores_the_cluster_ref() -> None:
     """Releases of one namespace count as one Cluster whatever their clusterRef."""
-    waves.cluster_of = lambda release: (release["metadata"]["namespace"], "")
+    _cluster_of(lambda release: (release["metadata"]["namespace"], ""))
 
 
 @mutant("wave-ignores-the-namespace", "TRIG-7.not-other-namespace")
 def wave_ignores_the_namespace() -> None:
     """Releases that name the same Cluster (or none) count as on one Cluster across
     namespaces."""
-    waves.cluster_of = lambda release: (
-        "",
-        ((release.get("spec") or {}).get("clusterRef") or {}).get("name") or "",
+    _cluster_of(
+        lambda release: (
+            "",
+            ((release.get("spec") or {}).get("clusterRef") or {}).get("name") or "",
+        )
     )
+
+
+def _cluster_of(key: Callable[[Obj], tuple[str, str]]) -> None:
+    """Which Cluster a Release is on, wherever the controller asks: the waves' own functions,
+    and the Release cache's index by Cluster (bound when the controller starts)."""
+    waves.cluster_of = key
+    controller.cluster_of = key
 
 
 # -- TRIG-8 ------------------------------------------------------------------------------------
