@@ -34,11 +34,12 @@ IDENTITY_FILES = (
     "rbac-aggregated-api.yaml",
 )
 IDENTITY_NAMESPACE, IDENTITY_NAME = "convoy-system", "convoy-controller"
+IDENTITY_USER = f"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}"
 TARGETS_ROLE = "convoy-controller-targets"
 AGGREGATE_LABEL = "convoy.kumodo.io/aggregate-to-targets=true"
 #: How a refusal to this service account shows in the reference controller's log: the API
 #: server's message (in a reconcile's outcome), or the status of a failed list or watch.
-FORBIDDEN = (f'"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}" cannot', "failed: 403")
+FORBIDDEN = (f'"{IDENTITY_USER}" cannot', "failed: 403")
 #: Long enough for the longest run (a certifying one); the token dies with the cluster.
 TOKEN_SECONDS = 24 * 3600
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
@@ -88,7 +89,7 @@ class HostController:
         argv = [
             sys.executable,
             "-m",
-            "mutants" if self.mutant else "convoy",
+            self.module,
             f"--kubeconfig={self.identity or self.kubeconfig}",
             *([] if self.resync is None else [f"--resync={self.resync:g}s"]),
             f"--health-port={health_port}",
@@ -139,12 +140,16 @@ class HostController:
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    @property
+    def module(self) -> str:
+        """What `python -m` runs: the reference controller, or the mutant runner."""
+        return "mutants" if self.mutant else "convoy"
+
     def describe(self) -> dict[str, Any]:
-        user = f"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}"
         return {
-            "hostProcess": f"python -m {'mutants' if self.mutant else 'convoy'}",
+            "hostProcess": f"python -m {self.module}",
             "resync": "default" if self.resync is None else f"{self.resync:g}s",
-            "identity": user if self.identity else "the cluster's admin",
+            "identity": IDENTITY_USER if self.identity else "the cluster's admin",
             **({"mutant": self.mutant} if self.mutant else {}),
         }
 

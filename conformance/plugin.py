@@ -200,9 +200,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rerun = config.getoption("rerun_failed")
     if rerun:
         failed = failed_tests(rerun)
-        dropped = [item for item in items if test_key(item.nodeid) not in failed]
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if test_key(item.nodeid) in failed]
+        chosen = {item.nodeid: test_key(item.nodeid) in failed for item in items}
+        config.hook.pytest_deselected(items=[item for item in items if not chosen[item.nodeid]])
+        items[:] = [item for item in items if chosen[item.nodeid]]
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(TEST_BODY_ONLY)

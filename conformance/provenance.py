@@ -66,7 +66,7 @@ def provenance() -> dict[str, Any]:
 
 def supported_minors() -> list[str]:
     """The Kubernetes minors this kit runs against: kind's node images and the local provider's."""
-    local = ".".join(default_versions()["kubernetes"].split(".")[:2])
+    local = minor_of(default_versions()["kubernetes"])
     return sorted({*kind_versions().minors, local}, key=lambda m: tuple(map(int, m.split("."))))
 
 

@@ -115,11 +115,11 @@ def kit_problems(report: dict[str, Any], path: Path) -> list[str]:
             f"{path}: suiteVersion {report.get('suiteVersion')!r}: this is convoy-conformance "
             f"{mine}; verify a report with the kit that made it"
         )
-    digest = (report.get("provenance") or {}).get("suiteDigest")
-    if digest != provenance.suite_digest():
+    digest, ours = (report.get("provenance") or {}).get("suiteDigest"), provenance.suite_digest()
+    if digest != ours:
         problems.append(
             f"{path}: provenance.suiteDigest {digest!r} is not the digest of this kit's suite "
-            f"files ({provenance.suite_digest()}): the suite that ran was not this one"
+            f"files ({ours}): the suite that ran was not this one"
         )
     return problems
 

@@ -74,6 +74,7 @@ class Controller:
             releases=self._releases,
             inventories=inventories,
             release_cache=self.informer,
+            same_cluster=self.same_cluster,
             inventory_cache=self.inventory_informer,
             targets=targets,
             core=core,

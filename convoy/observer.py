@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client, dynamic
@@ -70,6 +71,7 @@ class Observer:
         releases: dynamic.Resource,
         inventories: dynamic.Resource,
         release_cache: Informer,
+        same_cluster: Callable[[Obj], list[Obj]],
         inventory_cache: Informer,
         targets: Targets,
         core: Any,
@@ -80,6 +82,7 @@ class Observer:
         self._releases = releases
         self._inventories = inventories
         self._release_cache = release_cache
+        self._same_cluster = same_cluster
         self._inventory_cache = inventory_cache
         self._targets = targets
         self._core = core
@@ -300,7 +303,7 @@ class Observer:
 
     def _wave_completed(self, old: Obj, new: Obj) -> None:
         """/sync to each Release of the next wave when this change completes a wave."""
-        others = self._release_cache.indexed(waves.cluster_of(new))
+        others = self._same_cluster(new)
         if not waves.wave_completed(old, new, others):
             return
         for release in waves.next_wave(new, others):
