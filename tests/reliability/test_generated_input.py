@@ -26,7 +26,15 @@ from kubernetes import client
 
 from conformance.controllers import HostController
 from conformance.polling import poll_until
-from conformance.releases import API_VERSION, SYNC_REQUESTED_AT, App, Obj, Releases, condition
+from conformance.releases import (
+    API_VERSION,
+    SYNC_FORCE_REQUESTED_AT,
+    SYNC_REQUESTED_AT,
+    App,
+    Obj,
+    Releases,
+    condition,
+)
 from convoy.api import Reason
 from tests.helpers import HANDLED, wait_handled
 
@@ -282,3 +290,21 @@ def test_every_generated_request_time_is_handled_as_its_second_or_ignored(
     tally["request time ignored"] += len(batch) - handled
     delete_batch(releases, list(batch))
     still_working()
+
+
+@pytest.mark.parametrize("annotation", [SYNC_REQUESTED_AT, SYNC_FORCE_REQUESTED_AT])
+@pytest.mark.parametrize("automatic", [True, False], ids=["automatic", "manual"])
+def test_a_request_time_that_does_not_parse_blocks_nothing_and_the_message_says_so(
+    releases: Releases, annotation: str, automatic: bool
+) -> None:
+    """Ignored, not InvalidSpec: an automatic Release still applies; a manual one waits for a
+    /sync, and a valid request later is handled."""
+    app = releases.app(
+        "web", sync_policy={"automatic": automatic}, annotations={annotation: "soon"}
+    )
+    status, reason = ("True", Reason.APPLIED) if automatic else ("False", Reason.WAITING_FOR_SYNC)
+    found = condition(app.wait_applied(status, reason))
+    assert found and f"annotation {annotation} ignored" in found["message"], found
+    if not automatic:
+        written = app.request_sync(at=datetime.now(UTC))  # nothing handled yet: pending
+        wait_handled(app, HANDLED, datetime.fromisoformat(written))
