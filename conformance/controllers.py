@@ -11,7 +11,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,6 +21,7 @@ import yaml
 from kubernetes import client
 
 from conformance import manifests
+from conformance.clusters.base import Outage
 from conformance.clusters.ports import reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
 from conformance.polling import poll_until, wait_http_ok
@@ -40,6 +43,10 @@ AGGREGATE_LABEL = "convoy.kumodo.io/aggregate-to-targets=true"
 #: How a refusal to this service account shows in the reference controller's log: the API
 #: server's message (in a reconcile's outcome), or the status of a failed list or watch.
 FORBIDDEN = (f'"{IDENTITY_USER}" cannot', "failed: 403")
+#: The controller's log lines start with their time (convoy/__main__.py's logging format).
+LOG_TIME_FORMAT = "%Y-%m-%d %H:%M:%S,%f"
+#: How long after an outage a refusal may still be logged (answered before its end).
+OUTAGE_GRACE = 1.0
 #: Long enough for the longest run (a certifying one); the token dies with the cluster.
 TOKEN_SECONDS = 24 * 3600
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
@@ -84,6 +91,8 @@ class HostController:
     subresources: LocalSubresourceAPI | None = field(default_factory=LocalSubresourceAPI)
     #: the kubeconfig the process runs with, when not the admin's (service_account_kubeconfig)
     identity: Path | None = None
+    #: the cluster's outages so far (Cluster.outages): refusals during one are excused
+    outages: Callable[[], Sequence[Outage]] = tuple
 
     def argv(self, health_port: int) -> list[str]:
         argv = [
@@ -135,7 +144,7 @@ class HostController:
         if self.process:
             self.process.check()
         if self.identity:
-            check_not_refused(self.logs())
+            check_not_refused(self.logs(), self.outages())
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -209,11 +218,25 @@ def wait_aggregated(rbac: client.RbacAuthorizationV1Api) -> None:
     )
 
 
-def check_not_refused(log: str) -> None:
-    """Raise when the reference controller's log shows the API server refusing it anything."""
-    refused = [line for line in log.splitlines() if any(mark in line for mark in FORBIDDEN)]
+def check_not_refused(log: str, outages: Sequence[Outage] = ()) -> None:
+    """Raise when the reference controller's log shows the API server refusing it anything,
+    except while the control plane was down (the lines of a traceback have their entry's time)."""
+    refused, entry = [], ""
+    for line in log.splitlines():
+        entry = line if line[:1].isdigit() else entry
+        if any(mark in line for mark in FORBIDDEN) and not during(entry, outages):
+            refused.append(line)
     if refused:
         raise PermissionError(
             f"the API server refused the controller {len(refused)} times; first:\n"
             + refused[0][:2000]
         )
+
+
+def during(entry: str, outages: Sequence[Outage]) -> bool:
+    """Whether the controller logged this entry during (or just after) one of the outages."""
+    try:
+        logged_at = datetime.strptime(entry[:23], LOG_TIME_FORMAT).timestamp()
+    except ValueError:
+        return False
+    return any(outage.covers(logged_at, OUTAGE_GRACE) for outage in outages)

@@ -22,6 +22,19 @@ class CallbackAddress:
     host: str
 
 
+@dataclass(frozen=True)
+class Outage:
+    """A part of the control plane down, by the wall clock (time.time()): from its stop until
+    the API server answered ready again. Meanwhile the API server may refuse what its roles
+    grant (its RBAC caches are not filled yet): such a refusal is the outage's, not a role's."""
+
+    start: float
+    end: float
+
+    def covers(self, moment: float, grace: float) -> bool:
+        return self.start <= moment <= self.end + grace
+
+
 class Cluster(ABC):
     """A real Kubernetes API server the suite may use."""
 
@@ -42,6 +55,11 @@ class Cluster(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Release what the provider started (idempotent)."""
+
+    @property
+    def outages(self) -> list[Outage]:
+        """Each time the suite took a part of the control plane down, until it was ready again."""
+        return []
 
     def check_health(self) -> None:  # noqa: B027 - providers that run nothing keep this no-op
         """Raise with a clear message when a part the provider runs has died."""

@@ -7,17 +7,19 @@ garbage collection runs) and the front proxy (aggregated APIs work). Everything 
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import ssl
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conformance.clusters import pki
-from conformance.clusters.base import CallbackAddress, Cluster
+from conformance.clusters.base import CallbackAddress, Cluster, Outage
 from conformance.clusters.binaries import Binaries
 from conformance.clusters.kubeconfig import render_kubeconfig
 from conformance.clusters.ports import LOOPBACK, release_port, reserve_port
@@ -63,6 +65,7 @@ class LocalControlPlane(Cluster):
         self.processes: list[ManagedProcess] = []
         self.ports: list[int] = []
         self.apiserver_port = 0
+        self._outages: list[Outage] = []
         self._kubeconfig = self.dir / "admin.kubeconfig"
 
     # -- Cluster interface -------------------------------------------------------------------
@@ -141,12 +144,23 @@ class LocalControlPlane(Cluster):
 
     def restart(self, name: str, while_down: Callable[[], object] = lambda: None) -> None:
         """Stop one part (SIGTERM), call `while_down`, start the part again with the same flags,
-        ports and data, and wait until the API server is ready: the project's fault tests."""
+        ports and data, and wait until the API server is ready and routes again to each
+        aggregated API it served before (the next test finds the cluster as it was): the
+        project's fault tests. The time down is recorded as an outage."""
         process = self.process(name)
+        served = self._aggregated_paths()
+        down = time.time()
         process.stop()
         while_down()
         process.start()
         self._wait_ready()
+        for path in served:
+            self._wait_https_ok(process, f"{self.server}{path}", self._admin_context())
+        self._outages.append(Outage(down, time.time()))
+
+    @property
+    def outages(self) -> list[Outage]:
+        return list(self._outages)
 
     @property
     def etcd_url(self) -> str:
@@ -281,9 +295,25 @@ class LocalControlPlane(Cluster):
         self._wait_https_ok(process, f"https://{LOOPBACK}:{port}/healthz", insecure)
 
     def _wait_ready(self) -> None:
+        url = f"{self.server}/readyz"
+        self._wait_https_ok(self.process("kube-apiserver"), url, self._admin_context())
+
+    def _admin_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.ca_path))
         context.load_cert_chain(*map(str, self.admin))
-        self._wait_https_ok(self.process("kube-apiserver"), f"{self.server}/readyz", context)
+        return context
+
+    def _aggregated_paths(self) -> list[str]:
+        """The discovery paths of the aggregated APIs (an APIService with a Service) available
+        now: after a restart the aggregator routes to them again some seconds after /readyz."""
+        url = f"{self.server}/apis/apiregistration.k8s.io/v1/apiservices"
+        with urllib.request.urlopen(url, context=self._admin_context(), timeout=10) as answer:
+            services = json.load(answer)["items"]
+        return [
+            f"/apis/{spec['group']}/{spec['version']}"
+            for spec, status in ((s["spec"], s.get("status", {})) for s in services)
+            if spec.get("service") and _available(status)
+        ]
 
     def _wait_https_ok(self, process: ManagedProcess, url: str, context: ssl.SSLContext) -> None:
         """Poll `url` until it answers 200, failing fast when any child dies."""
@@ -305,3 +335,8 @@ class LocalControlPlane(Cluster):
                 f"last lines of its log:\n{process.tail()}"
             ),
         )
+
+
+def _available(status: dict) -> bool:
+    conditions = status.get("conditions", [])
+    return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
