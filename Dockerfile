@@ -20,12 +20,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp
 
-# The package from this repository (convoy, and the suite's modules it ships with). pip compiles
-# the bytecode at install time, so nothing is written under /usr at run time.
+# The package from this repository (convoy, the API names it shares with the suite, and the
+# suite's modules it ships with). pip compiles the bytecode at install time, so nothing is
+# written under /usr at run time.
 WORKDIR /tmp/src
 COPY pyproject.toml README.md ./
 COPY conformance/ conformance/
 COPY convoy/ convoy/
+COPY convoyapi/ convoyapi/
 COPY mutants/ mutants/
 RUN pip install --no-cache-dir --root-user-action=ignore . \
     && cd / \

@@ -3,7 +3,9 @@
 The kill run keeps `parallel` pytest runs going at once: the baseline and each benign variant
 run the whole suite, each mutant runs the tests of its clauses until the first failure. This
 prints the wall time, the pytest-seconds of each kind of run, how busy the pool was (pytest-
-seconds / (wall x parallel)), and the longest runs; and writes the figures as JSON.
+seconds / (wall x parallel)), the CPU seconds the runs used against what the machine's cores
+had (near 1: more runs at a time cannot make it faster), the seconds of a mutant's run, and the
+longest runs; and writes the figures as JSON.
 
     .venv/bin/python benchmarks/kill_run_time.py WORKDIR [--parallel 4] [--out FILE]
 
@@ -27,14 +29,19 @@ def breakdown(matrix: dict[str, Any], parallel: int) -> dict[str, Any]:
         "mutants": matrix["mutants"],
     }
     seconds = {kind: round(sum(r["seconds"] for r in found)) for kind, found in runs.items()}
+    cpu = {kind: round(sum(r["cpu_seconds"] for r in found)) for kind, found in runs.items()}
     everything = [run for found in runs.values() for run in found]
     longest = sorted(everything, key=lambda r: r["seconds"], reverse=True)[:LONGEST]
+    mutants = matrix["mutants"]
     return {
         "wallSeconds": matrix["seconds"],
         "parallel": parallel,
         "runs": {kind: len(found) for kind, found in runs.items()},
         "pytestSeconds": seconds,
         "poolBusy": round(sum(seconds.values()) / (matrix["seconds"] * parallel), 2),
+        "cpuSeconds": cpu,
+        "cpuBusy": round(sum(cpu.values()) / (matrix["seconds"] * matrix["cpus"]), 2),
+        "secondsPerMutant": round(seconds["mutants"] / max(len(mutants), 1), 1),
         "longest": [{"name": r["name"], "seconds": round(r["seconds"])} for r in longest],
     }
 
@@ -48,8 +55,12 @@ def main() -> int:
     figures = breakdown(json.loads((args.workdir / "matrix.json").read_text()), args.parallel)
     print(f"kill run: {figures['wallSeconds']} s wall, {args.parallel} runs at a time")
     for kind, total in figures["pytestSeconds"].items():
-        print(f"  {kind:9} {figures['runs'][kind]:4} runs {total:6} pytest-seconds")
-    print(f"  the pool was busy {figures['poolBusy']:.0%} of the time; the longest runs:")
+        cpu = figures["cpuSeconds"][kind]
+        print(f"  {kind:9} {figures['runs'][kind]:4} runs {total:6} pytest-seconds {cpu:6} CPU-s")
+    print(f"  a mutant's run: {figures['secondsPerMutant']} s on average")
+    pool, cores = figures["poolBusy"], figures["cpuBusy"]
+    print(f"  the pool was busy {pool:.0%} of the time, the cores {cores:.0%}")
+    print("  the longest runs:")
     for run in figures["longest"]:
         print(f"    {run['seconds']:5} s  {run['name']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,8 @@ from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
 from conformance.kube import dynamic_api
-from conformance.releases import API_VERSION, SYNC_REQUESTED_AT, content_object, rfc3339
+from conformance.releases import content_object, rfc3339
+from convoyapi import API_VERSION, SYNC_REQUESTED_AT
 
 NAMESPACE = "bench"
 

@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -114,6 +115,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
                 "mutants": [dataclasses.asdict(o) for o in outcomes if not o.must_pass],
                 "variants": [dataclasses.asdict(o) for o in variants],
                 "seconds": round(time.monotonic() - started),
+                "cpus": os.cpu_count(),
             },
             indent=2,
         )

@@ -8,7 +8,7 @@ import yaml
 from kubernetes import client
 
 from conformance.kube import dynamic_api
-from conformance.releases import API_VERSION
+from convoyapi import API_VERSION
 
 LOG_LINES = 60
 

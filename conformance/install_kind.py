@@ -43,6 +43,7 @@ from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.controllers import check_not_refused
 from conformance.deployed import describe_deployment
+from convoyapi import API_SERVICE
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,6 @@ DEPLOYMENT = "convoy-controller"
 CONTAINER = "controller"
 SERVICE = "convoy-subresources"
 SERVING_SECRET = "convoy-subresources-serving-cert"
-APISERVICE = "v1alpha1.subresources.convoy.kumodo.io"
 #: The image name in manifests/controller/deployment.yaml; the installer gives it a unique tag.
 IMAGE_NAME = "convoy-controller"
 CONTROLLER_SELECTOR = "app.kubernetes.io/name=convoy,app.kubernetes.io/component=controller"
@@ -169,7 +169,7 @@ def wait_apiservice_argv(
         kubeconfig,
         "wait",
         "--for=condition=Available",
-        f"apiservice/{APISERVICE}",
+        f"apiservice/{API_SERVICE}",
         f"--timeout={timeout}s",
     )
 
@@ -219,7 +219,7 @@ def uninstall_argvs(kubectl: str, kubeconfig: Path) -> list[list[str]]:
     """
     delete = ("delete", "--ignore-not-found", "--wait=false")
     return [
-        kubectl_argv(kubectl, kubeconfig, *delete, f"apiservice/{APISERVICE}"),
+        kubectl_argv(kubectl, kubeconfig, *delete, f"apiservice/{API_SERVICE}"),
         kubectl_argv(
             kubectl,
             kubeconfig,
@@ -424,7 +424,7 @@ def overlay(
             _patch(
                 "apiregistration.k8s.io",
                 "APIService",
-                APISERVICE,
+                API_SERVICE,
                 [{"op": "add", "path": "/spec/caBundle", "value": _b64(cert.ca_pem)}],
             )
         ],
@@ -542,7 +542,7 @@ class Installer:
         )
         self.run(
             wait_apiservice_argv(self.kubectl, self.kubeconfig, self.apiservice_timeout),
-            f"waiting for APIService {APISERVICE} to be Available",
+            f"waiting for APIService {API_SERVICE} to be Available",
         )
 
     def install(

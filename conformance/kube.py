@@ -11,7 +11,7 @@ from weakref import WeakKeyDictionary
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from convoy.discovery import dynamic_client
+from convoyapi.discovery import dynamic_client
 
 T = TypeVar("T")
 

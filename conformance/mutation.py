@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from conformance import catalog
 from conformance.controllers import MUTANT_VARIABLE
@@ -40,6 +40,8 @@ class Outcome:
     #: failed or erred test -> the first lines of what pytest said about it
     messages: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    #: CPU seconds of the run's processes (pytest, its control plane, its controller)
+    cpu_seconds: float = 0.0
     #: the baseline or a benign variant: it must pass; a mutant must be killed
     must_pass: bool = False
 
@@ -135,10 +137,20 @@ def run_selection(
     ]
     started = time.monotonic()
     with (workdir / f"{name}.log").open("w") as log:
-        subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
+        cpu = run_counting_cpu(argv, log, env)
     outcome = read_junit(junit, name, time.monotonic() - started)
+    outcome.cpu_seconds = round(cpu, 1)
     outcome.must_pass = mutant is None or mutant.benign
     return outcome
+
+
+def run_counting_cpu(argv: list[str], log: IO[str], env: dict[str, str]) -> float:
+    """Run `argv` to its end; the CPU seconds it and the descendants it waited for used (what
+    tells a kill run bound by the machine's cores from one that waits)."""
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ own writes (drift) carry the field manager SUITE_MANAGER and are left out.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,14 +22,8 @@ from conformance.kube import dynamic_api, read_or_none
 from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
 from conformance.witness import Attempt, Recorder, WitnessTimeout
+from convoyapi import API_VERSION, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
-GROUP = "convoy.kumodo.io"
-API_VERSION = f"{GROUP}/v1alpha1"
-SYNC_REQUESTED_AT = f"{GROUP}/sync-requested-at"
-SYNC_FORCE_REQUESTED_AT = f"{GROUP}/sync-force-requested-at"
-PIN = f"{GROUP}/pin"
-MUTATIONS = f"{GROUP}/mutations"
-LIFECYCLE = f"{GROUP}/lifecycle"
 #: A well-formed renderRef that no render has: a pin to it holds every render.
 NO_RENDER = "sha256:" + "0" * 64
 SUITE_MANAGER = "convoy-conformance"
@@ -218,8 +213,8 @@ class App:
             if handled
             else datetime.now(UTC)
         ]
-        if written:
-            candidates.append(parse_time(written) + timedelta(microseconds=1))
+        with contextlib.suppress(ValueError):  # a time that does not parse holds no request
+            candidates.append(parse_time(written or "") + timedelta(microseconds=1))
         return max(candidates)
 
     def status(self) -> Obj:

@@ -22,7 +22,9 @@ from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.ports import LOOPBACK, reserve_port
 from conformance.polling import poll_until
-from convoy.subresources import API_SERVICE, GROUP, VERSION
+from convoyapi import API_SERVICE
+from convoyapi import SUBRESOURCE_GROUP as GROUP
+from convoyapi import SUBRESOURCE_VERSION as VERSION
 
 NAMESPACE = "convoy-system"
 SERVICE = "convoy-subresources"

@@ -13,15 +13,15 @@ from typing import Any
 from kubernetes import client, watch
 
 from conformance.kube import RawResponse, raw_request
-from conformance.releases import API_VERSION, App
+from conformance.releases import App
+from convoyapi import API_VERSION, SUBRESOURCE_GROUP_VERSION
 
-GROUP = "subresources.convoy.kumodo.io"
-VERSION = "v1alpha1"
 Obj = dict[str, Any]
 
 
 def path(app: App, subresource: str) -> str:
-    return f"/apis/{GROUP}/{VERSION}/namespaces/{app.namespace}/releases/{app.name}/{subresource}"
+    release = f"namespaces/{app.namespace}/releases/{app.name}"
+    return f"/apis/{SUBRESOURCE_GROUP_VERSION}/{release}/{subresource}"
 
 
 def post_sync(app: App, *, force: str | None = None) -> RawResponse:

@@ -8,24 +8,22 @@ from __future__ import annotations
 import hashlib
 from enum import StrEnum
 
-GROUP = "convoy.kumodo.io"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-FIELD_MANAGER = "convoy"
+import convoyapi
+from convoyapi import API_VERSION, CLUSTERS, GROUP, INVENTORIES, RELEASES, VERSION
 
-RELEASES = "releases"
-CLUSTERS = "clusters"
-INVENTORIES = "releaseinventories"
+__all__ = ["API_VERSION", "CLUSTERS", "GROUP", "INVENTORIES", "RELEASES", "VERSION"]
+
+FIELD_MANAGER = "convoy"
 
 
 class Annotation(StrEnum):
     """Release annotations: kept in metadata so that writing them changes no generation."""
 
-    SYNC_REQUESTED_AT = f"{GROUP}/sync-requested-at"
-    SYNC_FORCE_REQUESTED_AT = f"{GROUP}/sync-force-requested-at"
-    PIN = f"{GROUP}/pin"
-    MUTATIONS = f"{GROUP}/mutations"
-    LIFECYCLE = f"{GROUP}/lifecycle"
+    SYNC_REQUESTED_AT = convoyapi.SYNC_REQUESTED_AT
+    SYNC_FORCE_REQUESTED_AT = convoyapi.SYNC_FORCE_REQUESTED_AT
+    PIN = convoyapi.PIN
+    MUTATIONS = convoyapi.MUTATIONS
+    LIFECYCLE = convoyapi.LIFECYCLE
 
 
 #: Label that apply stamps on every rendered object: "<namespace>.<name>" of its Release.

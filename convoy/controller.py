@@ -23,7 +23,6 @@ from kubernetes import client, dynamic
 from convoy import api
 from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
-from convoy.discovery import dynamic_client
 from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key
 from convoy.observer import Observer
@@ -33,6 +32,7 @@ from convoy.targets import Targets
 from convoy.triggers import RESYNC, inventory_trigger, release_trigger, wave_trigger
 from convoy.waves import cluster_of, higher_waves
 from convoy.workqueue import WorkQueue
+from convoyapi.discovery import dynamic_client
 
 log = logging.getLogger("convoy")
 

@@ -20,6 +20,7 @@ from urllib.parse import quote, unquote
 
 from kubernetes import client
 
+import convoyapi
 from convoy import api, synctime
 from convoy.api import Annotation
 from convoy.clock import Clock, RealClock
@@ -31,11 +32,9 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-GROUP = "subresources.convoy.kumodo.io"
-VERSION = "v1alpha1"
-GROUP_VERSION = f"{GROUP}/{VERSION}"
-#: The APIService that routes GROUP_VERSION to the controller.
-API_SERVICE = f"{VERSION}.{GROUP}"
+GROUP = convoyapi.SUBRESOURCE_GROUP
+VERSION = convoyapi.SUBRESOURCE_VERSION
+GROUP_VERSION = convoyapi.SUBRESOURCE_GROUP_VERSION
 PREFIX = f"/apis/{GROUP_VERSION}"
 #: The field manager of the annotation writes, so managedFields say who wrote them.
 FIELD_MANAGER = "convoy-subresources"

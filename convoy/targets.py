@@ -23,7 +23,7 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from kubernetes.dynamic.resource import Resource
 
 from convoy.api import CLUSTERS, GROUP, VERSION, Reason
-from convoy.discovery import dynamic_client
+from convoyapi.discovery import dynamic_client
 
 #: Seconds the reachability check (GET /version) may take.
 PROBE_TIMEOUT = 5.0

@@ -10,7 +10,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from convoy import api, apply, policy, reconciler
 from convoy.api import Reason
-from convoy.discovery import dynamic_client
+from convoyapi.discovery import dynamic_client
 from mutants import mutant
 from mutants.patching import key_of, wrap
 

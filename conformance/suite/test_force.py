@@ -11,9 +11,6 @@ from conformance.clusters.base import Cluster
 from conformance.marks import case
 from conformance.releases import (
     NO_RENDER,
-    PIN,
-    SYNC_FORCE_REQUESTED_AT,
-    SYNC_REQUESTED_AT,
     App,
     Releases,
     applied_manual_app,
@@ -23,6 +20,7 @@ from conformance.releases import (
 )
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
+from convoyapi import PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
 

@@ -21,11 +21,7 @@ from kubernetes import client
 from conformance import marks, widgets
 from conformance.kube import read_or_none
 from conformance.releases import (
-    API_VERSION,
-    GROUP,
-    LIFECYCLE,
     NO_RENDER,
-    PIN,
     SUITE_MANAGER,
     App,
     Obj,
@@ -38,6 +34,7 @@ from conformance.releases import (
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import Attempt, WitnessTimeout, witness_deletes
+from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN
 
 NAME = "web"
 

@@ -11,12 +11,7 @@ from conformance import subresources, widgets
 from conformance.clusters.base import Cluster
 from conformance.marks import case
 from conformance.releases import (
-    GROUP,
-    LIFECYCLE,
     NO_RENDER,
-    PIN,
-    SYNC_FORCE_REQUESTED_AT,
-    SYNC_REQUESTED_AT,
     App,
     Releases,
     ago,
@@ -29,6 +24,7 @@ from conformance.releases import (
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
 from conformance.witness import witness_deletes
+from convoyapi import GROUP, LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases that a test watches over a quiet period are reconciled every second.

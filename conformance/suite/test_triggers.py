@@ -14,20 +14,10 @@ import pytest
 
 from conformance import subresources, widgets
 from conformance.marks import case
-from conformance.releases import (
-    GROUP,
-    NO_RENDER,
-    PIN,
-    SYNC_FORCE_REQUESTED_AT,
-    SYNC_REQUESTED_AT,
-    App,
-    Releases,
-    condition,
-    condition_status,
-    rfc3339,
-)
+from conformance.releases import NO_RENDER, App, Releases, condition, condition_status, rfc3339
 from conformance.resync import ResyncClock
 from conformance.timing import DOCUMENT_RESYNC, Timing
+from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
 

@@ -20,9 +20,9 @@ from convoy.apply import (
     reference,
     without_empty_maps,
 )
-from convoy.discovery import dynamic_client
 from convoy.render import Obj
 from convoy.targets import Target
+from convoyapi.discovery import dynamic_client
 
 ConfigMap = Callable[..., Obj]
 

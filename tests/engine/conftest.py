@@ -19,14 +19,8 @@ from kubernetes import client, dynamic
 from conformance.controllers import HostController
 from conformance.kube import dynamic_api
 from conformance.polling import poll_until
-from conformance.releases import (
-    API_VERSION,
-    SYNC_REQUESTED_AT,
-    App,
-    Releases,
-    condition,
-    content_object,
-)
+from conformance.releases import App, Releases, condition, content_object
+from convoyapi import API_VERSION, SYNC_REQUESTED_AT
 
 Obj = dict[str, Any]
 WIDGET_API = "testing.convoy.kumodo.io/v1"

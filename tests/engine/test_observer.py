@@ -6,9 +6,10 @@ reaches a new render), INT-2 (drift checked on spec.syncPolicy.interval).
 
 from __future__ import annotations
 
-from conformance.releases import SYNC_REQUESTED_AT, parse_time
+from conformance.releases import parse_time
 from conformance.resync import ResyncClock
 from conformance.timing import Timing
+from convoyapi import SYNC_REQUESTED_AT
 from tests.engine.conftest import Engine, annotation, healthy, settle, wait_sync_request, widget
 
 AUTOMATIC = {"automatic": True}

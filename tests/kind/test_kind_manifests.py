@@ -29,7 +29,8 @@ from conformance import install_kind
 from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController, service_account_kubeconfig
 from conformance.kube import dynamic_api
-from conformance.releases import API_VERSION, condition
+from conformance.releases import condition
+from convoyapi import API_SERVICE, API_VERSION
 from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,7 +183,7 @@ def test_the_apiservice_is_served_with_the_generated_ca(
     installed: Installed, k8s: client.ApiClient
 ) -> None:
     registration = client.ApiregistrationV1Api(k8s)
-    service = registration.read_api_service(install_kind.APISERVICE)
+    service = registration.read_api_service(API_SERVICE)
     assert service.spec.group == "subresources.convoy.kumodo.io"
     assert service.spec.version == "v1alpha1"
     assert base64.b64decode(service.spec.ca_bundle) == installed.cert.ca_pem
@@ -194,11 +195,11 @@ def test_the_apiservice_is_served_with_the_generated_ca(
     )
 
     def judged() -> bool:
-        status = registration.read_api_service(install_kind.APISERVICE).status
+        status = registration.read_api_service(API_SERVICE).status
         return any(c.type == "Available" for c in (status.conditions or []))
 
     wait_until(judged, 30, "the aggregator to judge the APIService")
-    conditions = registration.read_api_service(install_kind.APISERVICE).status.conditions
+    conditions = registration.read_api_service(API_SERVICE).status.conditions
     # No pod runs here (no kubelet), so no endpoint: Available=False is expected on this provider.
     print("APIService conditions:", [(c.type, c.status, c.reason) for c in conditions])
 

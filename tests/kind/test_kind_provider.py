@@ -30,6 +30,7 @@ from conformance.clusters.kind import (
     kind_versions,
     parse_versions,
 )
+from convoyapi import API_SERVICE
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -324,7 +325,7 @@ def test_diagnostics_keep_going_when_a_command_cannot_run(tmp_path: Path) -> Non
 
 def test_uninstall_deletes_the_apiservice_first_and_keeps_the_crds() -> None:
     argvs = install_kind.uninstall_argvs("kubectl", Path("/k"))
-    assert argvs[0][-1] == f"apiservice/{install_kind.APISERVICE}"
+    assert argvs[0][-1] == f"apiservice/{API_SERVICE}"
     flat = " ".join(" ".join(a) for a in argvs)
     assert "customresourcedefinition" not in flat and "crd" not in flat.split()
     assert argvs[-1][-1] == "namespace/convoy-system"

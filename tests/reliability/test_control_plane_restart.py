@@ -19,15 +19,9 @@ from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
 from conformance.kube import raw_request
 from conformance.polling import poll_until
-from conformance.releases import (
-    SYNC_REQUESTED_AT,
-    App,
-    Releases,
-    applied_manual_app,
-    kinds,
-    parse_time,
-)
+from conformance.releases import App, Releases, applied_manual_app, kinds, parse_time
 from conformance.timing import Timing
+from convoyapi import SYNC_REQUESTED_AT
 from tests.helpers import HANDLED, wait_handled
 
 #: What the reference controller logs when a watch's resourceVersion is gone (410).

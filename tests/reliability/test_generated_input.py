@@ -26,16 +26,9 @@ from kubernetes import client
 
 from conformance.controllers import HostController
 from conformance.polling import poll_until
-from conformance.releases import (
-    API_VERSION,
-    SYNC_FORCE_REQUESTED_AT,
-    SYNC_REQUESTED_AT,
-    App,
-    Obj,
-    Releases,
-    condition,
-)
+from conformance.releases import App, Obj, Releases, condition
 from convoy.api import Reason
+from convoyapi import API_VERSION, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 from tests.helpers import HANDLED, wait_handled
 
 BATCH = 25

@@ -7,7 +7,8 @@ from kubernetes import client
 from conformance.controllers import HostController
 from conformance.kube import raw_request
 from conformance.subresource_install import NAMESPACE, SERVICE, LocalSubresourceAPI
-from convoy.subresources import API_SERVICE, release_path
+from convoy.subresources import release_path
+from convoyapi import API_SERVICE
 
 
 def test_the_api_service_is_available_with_tls_verified(

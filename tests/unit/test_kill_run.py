@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
-from conformance.mutation import MESSAGE_CHARS, jobs, read_junit
+from conformance.mutation import MESSAGE_CHARS, jobs, read_junit, run_counting_cpu
 from mutants import load
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -54,3 +56,12 @@ def test_with_tests_given_every_run_runs_them_instead_of_its_clause_tests() -> N
     }
     given = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2, ["tests/model"])}
     assert set(map(tuple, given.values())) == {("tests/model",)}
+
+
+def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) -> None:
+    """A run's control plane and controller are its children: their CPU counts as the run's."""
+    spin = "import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin!r}])"
+    with (tmp_path / "run.log").open("w") as log:
+        cpu = run_counting_cpu([sys.executable, "-c", parent], log, dict(os.environ))
+    assert 0.5 <= cpu < 5, cpu

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from pathlib import Path
 
@@ -26,3 +27,22 @@ def test_the_suite_waits_by_polling_with_a_deadline() -> None:
     }
     unexplained = sorted(sleeping - SLEEPS_ALLOWED)
     assert not unexplained, f"wait with conformance.polling.poll_until instead: {unexplained}"
+
+
+def test_the_suite_never_imports_the_reference_controller() -> None:
+    """What the suite judges a vendor's controller by must not depend on the reference one:
+    the names both use are convoyapi's."""
+    importing = {
+        str(module.relative_to(ROOT))
+        for module in ROOT.glob("conformance/**/*.py")
+        for node in ast.walk(ast.parse(module.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(name == "convoy" or name.startswith("convoy.") for name in imported(node))
+    }
+    assert importing == set(), f"import convoyapi instead of convoy in: {sorted(importing)}"
+
+
+def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else []
+    return [alias.name for alias in node.names]

@@ -1,4 +1,4 @@
-"""API discovery kept in memory.
+"""API discovery kept in memory, for the dynamic clients of the suite and the controller.
 
 The dynamic client's default discoverer caches discovery in a file per server URL in the
 system temp directory: a file each short-lived test cluster leaves behind, shared (and raced
