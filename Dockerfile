@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The reference convoy controller: `python -m convoy`, the same entry point the suite runs as a
 # host process on the local provider (conformance/controllers.py). Flags come from the
-# Deployment's args (manifests/controller/deployment.yaml).
+# Deployment's args (conformance/resources/manifests/controller/deployment.yaml).
 #
 #   docker build -t convoy-controller:dev .
 #

@@ -30,7 +30,7 @@ import yaml
 from kubernetes import client, watch
 
 from benchmarks.figures import percentile, write_figures
-from conformance import manifests
+from conformance import manifests, resources
 from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
@@ -185,7 +185,7 @@ def stop_profile(profiler: subprocess.Popen | None) -> None:
 
 def measure(plane: LocalControlPlane, args: argparse.Namespace, work: Path) -> dict:
     with plane.api_client() as api:
-        manifests.apply(api, manifests.load(manifests.MANIFESTS / "crds"))
+        manifests.apply(api, manifests.load(resources.CRDS))
         dynamic_api(api)  # discovery before the clock starts
         created = time.monotonic()
         probes = create_all(api, args.releases)

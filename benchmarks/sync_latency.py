@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, dynamic, watch
 
-from conformance import manifests
+from conformance import manifests, resources
 from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
@@ -31,7 +31,7 @@ NAMESPACE = "bench"
 
 
 def setup(api: client.ApiClient) -> dynamic.Resource:
-    manifests.apply(api, manifests.load(manifests.MANIFESTS / "crds"))
+    manifests.apply(api, manifests.load(resources.CRDS))
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
     core.create_namespaced_config_map(

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import yaml
 from kubernetes import client
 
-from conformance import manifests
+from conformance import manifests, resources
 from conformance.clusters.base import Outage
 from conformance.clusters.ports import reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
@@ -28,7 +28,7 @@ from conformance.polling import poll_until, wait_http_ok
 from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
-#: The reference controller's identity and rights as its Deployment has them (manifests/).
+#: The reference controller's identity and rights as its Deployment has them (its manifests).
 IDENTITY_FILES = (
     "namespace.yaml",
     "serviceaccount.yaml",
@@ -178,10 +178,11 @@ class HostController:
 
 
 def service_account_kubeconfig(api: client.ApiClient, admin: Path, path: Path) -> Path:
-    """Give the cluster the reference controller's service account and roles from manifests/,
-    and write a kubeconfig (at `path`) that authenticates as it. A host controller run with it
-    has exactly its Deployment's rights: a grant the manifests lack fails the run."""
-    objects = manifests.load_files(manifests.MANIFESTS / "controller", IDENTITY_FILES)
+    """Give the cluster the reference controller's service account and roles from its manifests
+    (conformance.resources), and write a kubeconfig (at `path`) that authenticates as it. A host
+    controller run with it has exactly its Deployment's rights: a grant the manifests lack fails
+    the run."""
+    objects = manifests.load_files(resources.CONTROLLER, IDENTITY_FILES)
     manifests.apply(api, objects)
     wait_aggregated(client.RbacAuthorizationV1Api(api))
     token = client.CoreV1Api(api).create_namespaced_service_account_token(

@@ -1,12 +1,13 @@
 """Install the reference controller on a kind cluster, the way users and CI run it.
 
 Steps (`Installer.install`): build the image from the repository's Dockerfile with a unique tag,
-`kind load docker-image` it into the nodes, write a kustomize overlay of manifests/ that sets
-that image, adds a freshly generated serving certificate (Secret) and patches its CA into the
-APIService's caBundle, then apply it with server-side apply (the Namespace first, a server-side
-dry run of everything, then for real), wait for the Deployment's rollout and for the APIService
-to be Available. When a step fails, the diagnostics (kind's logs, the controller's logs, events,
-the objects) go into a directory next to the report, and the error says where.
+`kind load docker-image` it into the nodes, write a kustomize overlay of the controller's
+manifests (conformance.resources) that sets that image, adds a freshly generated serving
+certificate (Secret) and patches its CA into the APIService's caBundle, then apply it with
+server-side apply (the Namespace first, a server-side dry run of everything, then for real),
+wait for the Deployment's rollout and for the APIService to be Available. When a step fails, the
+diagnostics (kind's logs, the controller's logs, events, the objects) go into a directory next
+to the report, and the error says where.
 
 Every command is built by a small function that returns its argv, so tests check the commands
 without Docker; `Installer` runs them through an injectable runner.
@@ -39,6 +40,7 @@ from typing import Any
 import filelock
 import yaml
 
+from conformance import resources
 from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.controllers import check_not_refused
@@ -47,9 +49,8 @@ from convoyapi import API_SERVICE
 
 log = logging.getLogger(__name__)
 
+#: The reference controller's image is built from a checkout: its Dockerfile installs the project.
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MANIFESTS = REPO_ROOT / "manifests"
-CONTROLLER_MANIFESTS = MANIFESTS / "controller"
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 
 NAMESPACE = "convoy-system"
@@ -57,7 +58,7 @@ DEPLOYMENT = "convoy-controller"
 CONTAINER = "controller"
 SERVICE = "convoy-subresources"
 SERVING_SECRET = "convoy-subresources-serving-cert"
-#: The image name in manifests/controller/deployment.yaml; the installer gives it a unique tag.
+#: The image name in the controller's deployment.yaml; the installer gives it a unique tag.
 IMAGE_NAME = "convoy-controller"
 CONTROLLER_SELECTOR = "app.kubernetes.io/name=convoy,app.kubernetes.io/component=controller"
 FIELD_MANAGER = "convoy-conformance-installer"
@@ -309,11 +310,11 @@ def diagnostics_commands(
 # -- versions of the args --------------------------------------------------------------------
 
 
-def deployment_manifest(directory: Path = CONTROLLER_MANIFESTS) -> dict[str, Any]:
+def deployment_manifest(directory: Path = resources.CONTROLLER) -> dict[str, Any]:
     return yaml.safe_load((directory / "deployment.yaml").read_text())
 
 
-def deployment_args(directory: Path = CONTROLLER_MANIFESTS) -> list[str]:
+def deployment_args(directory: Path = resources.CONTROLLER) -> list[str]:
     """The controller container's args in the Deployment manifest."""
     containers = deployment_manifest(directory)["spec"]["template"]["spec"]["containers"]
     container = next(c for c in containers if c["name"] == CONTAINER)
@@ -459,7 +460,7 @@ def overlay(
 def write_overlay(
     directory: Path,
     *,
-    base: Path = MANIFESTS,
+    base: Path = resources.MANIFESTS,
     image: str | None,
     cert: ServingCertificate | None = None,
     args: Sequence[str] | None = None,
@@ -517,6 +518,12 @@ class Installer:
 
     # steps, each usable alone
     def build_image(self, image: str) -> None:
+        if not DOCKERFILE.is_file():
+            raise InstallError(
+                f"building the reference controller's image needs a checkout of "
+                f"convoy-conformance (no {DOCKERFILE}); from an installed kit, certify your own "
+                "controller with --convoy-install=MANIFESTS"
+            )
         self.run(docker_build_argv(image), f"building the controller image {image}")
 
     def load_image(self, image: str) -> None:
@@ -527,13 +534,13 @@ class Installer:
     def apply(self, overlay_dir: Path) -> None:
         """The Namespace first (a dry run of objects in a missing namespace fails), a server-side
         dry run of everything, then the real apply."""
-        namespace = CONTROLLER_MANIFESTS / "namespace.yaml"
+        namespace = resources.CONTROLLER / "namespace.yaml"
         k, kc = self.kubectl, self.kubeconfig
         self.run(apply_argv(k, kc, file=namespace), "applying the namespace")
         self.run(
             apply_argv(k, kc, kustomization=overlay_dir, dry_run=True), "the server-side dry run"
         )
-        self.run(apply_argv(k, kc, kustomization=overlay_dir), "applying manifests/")
+        self.run(apply_argv(k, kc, kustomization=overlay_dir), "applying the manifests")
 
     def wait_ready(self) -> None:
         self.run(

@@ -1,4 +1,5 @@
-"""Applying the repository's manifests (CRDs, test-only CRDs) with server-side apply."""
+"""Applying the kit's manifests (CRDs, test-only CRDs; conformance.resources) with server-side
+apply."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from conformance.kube import dynamic_api
 from conformance.polling import poll_until
 
 FIELD_MANAGER = "convoy-conformance"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-MANIFESTS = REPO_ROOT / "manifests"
 ESTABLISH_TIMEOUT = 30.0
 
 

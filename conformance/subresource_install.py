@@ -22,9 +22,7 @@ from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.ports import LOOPBACK, reserve_port
 from conformance.polling import poll_until
-from convoyapi import API_SERVICE
-from convoyapi import SUBRESOURCE_GROUP as GROUP
-from convoyapi import SUBRESOURCE_VERSION as VERSION
+from convoyapi import API_SERVICE, SUBRESOURCE_GROUP, SUBRESOURCE_VERSION
 
 NAMESPACE = "convoy-system"
 SERVICE = "convoy-subresources"
@@ -80,8 +78,8 @@ def api_service(
         "kind": "APIService",
         "metadata": {"name": API_SERVICE},
         "spec": {
-            "group": GROUP,
-            "version": VERSION,
+            "group": SUBRESOURCE_GROUP,
+            "version": SUBRESOURCE_VERSION,
             "groupPriorityMinimum": 1000,
             "versionPriority": 15,
             "caBundle": base64.b64encode(ca_pem).decode(),

@@ -20,22 +20,19 @@ from urllib.parse import quote, unquote
 
 from kubernetes import client
 
-import convoyapi
 from convoy import api, synctime
 from convoy.api import Annotation
 from convoy.clock import Clock, RealClock
 from convoy.hooks import Lifecycle
 from convoy.mutations import parse_mutations
 from convoy.render import RenderError
+from convoyapi import SUBRESOURCE_GROUP, SUBRESOURCE_GROUP_VERSION, SUBRESOURCE_VERSION
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-GROUP = convoyapi.SUBRESOURCE_GROUP
-VERSION = convoyapi.SUBRESOURCE_VERSION
-GROUP_VERSION = convoyapi.SUBRESOURCE_GROUP_VERSION
-PREFIX = f"/apis/{GROUP_VERSION}"
+PREFIX = f"/apis/{SUBRESOURCE_GROUP_VERSION}"
 #: The field manager of the annotation writes, so managedFields say who wrote them.
 FIELD_MANAGER = "convoy-subresources"
 
@@ -207,8 +204,8 @@ class SubresourceAPI:
             "verb": VERBS[request.method],
             "namespace": route.namespace,
             "name": route.name,
-            "group": GROUP,
-            "version": VERSION,
+            "group": SUBRESOURCE_GROUP,
+            "version": SUBRESOURCE_VERSION,
             "resource": api.RELEASES,
             "subresource": route.subresource.value,
         }
@@ -309,9 +306,10 @@ def _forbidden(user: User, attributes: Obj, reason: str | None) -> str:
         what = f'forbidden: User "{user.name}" cannot get path "{attributes["path"]}"'
     else:
         what = (
-            f'releases.{GROUP} "{attributes["name"]}" is forbidden: User "{user.name}" cannot '
-            f'{attributes["verb"]} resource "releases/{attributes["subresource"]}" in API group '
-            f'"{GROUP}" in the namespace "{attributes["namespace"]}"'
+            f'releases.{SUBRESOURCE_GROUP} "{attributes["name"]}" is forbidden: '
+            f'User "{user.name}" cannot {attributes["verb"]} resource '
+            f'"releases/{attributes["subresource"]}" in API group '
+            f'"{SUBRESOURCE_GROUP}" in the namespace "{attributes["namespace"]}"'
         )
     return f"{what}: {reason}" if reason else what
 
@@ -333,8 +331,8 @@ def _documents() -> dict[str, Obj]:
     The aggregator downloads /openapi/v2 and /openapi/v3 of every APIService and logs an error
     and retries forever when they are missing; the subresources have no schema to publish.
     """
-    version = {"groupVersion": GROUP_VERSION, "version": VERSION}
-    group = {"name": GROUP, "versions": [version], "preferredVersion": version}
+    version = {"groupVersion": SUBRESOURCE_GROUP_VERSION, "version": SUBRESOURCE_VERSION}
+    group = {"name": SUBRESOURCE_GROUP, "versions": [version], "preferredVersion": version}
     resources = [
         {
             "name": f"{api.RELEASES}/{subresource}",
@@ -349,16 +347,16 @@ def _documents() -> dict[str, Obj]:
     ]
     return {
         "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]},
-        f"/apis/{GROUP}": {"kind": "APIGroup", "apiVersion": "v1", **group},
+        f"/apis/{SUBRESOURCE_GROUP}": {"kind": "APIGroup", "apiVersion": "v1", **group},
         PREFIX: {
             "kind": "APIResourceList",
             "apiVersion": "v1",
-            "groupVersion": GROUP_VERSION,
+            "groupVersion": SUBRESOURCE_GROUP_VERSION,
             "resources": resources,
         },
         "/openapi/v2": {
             "swagger": "2.0",
-            "info": {"title": "convoy subresources", "version": VERSION},
+            "info": {"title": "convoy subresources", "version": SUBRESOURCE_VERSION},
             "paths": {},
         },
         "/openapi/v3": {"paths": {}},

@@ -154,8 +154,10 @@ class LocalControlPlane(Cluster):
         while_down()
         process.start()
         self._wait_ready()
+        # The aggregator is kube-apiserver's: a timeout names it and shows its log.
+        apiserver, admin = self.process("kube-apiserver"), self._admin_context()
         for path in served:
-            self._wait_https_ok(process, f"{self.server}{path}", self._admin_context())
+            self._wait_https_ok(apiserver, f"{self.server}{path}", admin)
         self._outages.append(Outage(down, time.time()))
 
     @property

@@ -7,7 +7,6 @@ convoy's CRDs, the controller's Targets, and builders for sources, Releases and 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -16,7 +15,6 @@ from convoy.api import API_VERSION, RELEASE_LABEL, release_key
 from convoy.render import Obj
 from convoy.targets import Target, Targets
 
-CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 RELEASE = "app"
 
 

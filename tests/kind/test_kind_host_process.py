@@ -1,10 +1,11 @@
 """The container's command line, run as a host process: what the pod would run, on this machine.
 
 The command is the Dockerfile's ENTRYPOINT (`python -m convoy`) and the args are read from
-manifests/controller/deployment.yaml. Two things differ from the pod, and nothing else:
---kubeconfig is added (no in-cluster configuration here), and the pod's Secret volume is
-materialized: its files (a fresh serving certificate, as the kind installer makes it) are
-written to a temporary directory, and args that point under its mount path point there.
+conformance/resources/manifests/controller/deployment.yaml. Two things differ from the pod,
+and nothing else: --kubeconfig is added (no in-cluster configuration here), and the pod's
+Secret volume is materialized: its files (a fresh serving certificate, as the kind installer
+makes it) are written to a temporary directory, and args that point under its mount path point
+there.
 `python` is found on PATH with this interpreter's directory first, as in the image.
 
 It runs against the bare control plane of tests/kind (the session's cluster has a controller of
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import install_kind, manifests
+from conformance import install_kind, manifests, resources
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.processes import ManagedProcess
 from conformance.polling import wait_http_ok
@@ -110,7 +111,7 @@ def controller(
 ) -> Iterator[ManagedProcess]:
     # The CRDs the controller lists (and nothing else of manifests/: no second APIService).
     with bare_cluster.api_client() as api:
-        manifests.apply(api, manifests.load(manifests.MANIFESTS / "crds"))
+        manifests.apply(api, manifests.load(resources.CRDS))
     flags = ("--health-port", "--metrics-port", "--subresource-port")
     busy = [p for p in (port_of(command_line, f) for f in flags) if not port_free(p)]
     if busy:
@@ -145,7 +146,7 @@ def test_the_deployment_passes_the_documented_flags() -> None:
         "--subresource-cert=/var/run/convoy/serving-cert/tls.crt",
         "--subresource-key=/var/run/convoy/serving-cert/tls.key",
     ]
-    deployment = yaml.safe_load((install_kind.CONTROLLER_MANIFESTS / "deployment.yaml").read_text())
+    deployment = yaml.safe_load((resources.CONTROLLER / "deployment.yaml").read_text())
     ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
     assert {p["name"]: p["containerPort"] for p in ports} == {
         "health": 8081,

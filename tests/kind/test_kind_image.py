@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conformance import install_kind
+from conformance import install_kind, resources
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -46,7 +46,7 @@ def test_the_user_is_numeric_non_root_and_the_deployments() -> None:
     [user] = [args for word, args in instructions() if word == "USER"]
     uid, _, gid = user.partition(":")
     assert uid.isdigit() and int(uid) != 0 and (not gid or int(gid) != 0)
-    deployment = yaml.safe_load((install_kind.CONTROLLER_MANIFESTS / "deployment.yaml").read_text())
+    deployment = yaml.safe_load((resources.CONTROLLER / "deployment.yaml").read_text())
     pod = deployment["spec"]["template"]["spec"]["securityContext"]
     assert pod["runAsUser"] == int(uid) and pod["runAsNonRoot"] is True
 

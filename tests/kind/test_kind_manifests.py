@@ -30,10 +30,10 @@ from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController, service_account_kubeconfig
 from conformance.kube import dynamic_api
 from conformance.releases import condition
+from conformance.resources import CONTROLLER, MANIFESTS
 from convoyapi import API_SERVICE, API_VERSION
 from tests.helpers import wait_until
 
-REPO = Path(__file__).resolve().parents[2]
 SERVICE_ACCOUNT = f"system:serviceaccount:{install_kind.NAMESPACE}:convoy-controller"
 SA_GROUPS = [
     "system:serviceaccounts",
@@ -76,13 +76,13 @@ def installed(
             install_kind.apply_argv(
                 kubectl,
                 cluster.kubeconfig,
-                file=install_kind.CONTROLLER_MANIFESTS / "namespace.yaml",
+                file=CONTROLLER / "namespace.yaml",
             ),
             "applying the namespace",
         )
         base_dry_run = installer.run(
             install_kind.apply_argv(
-                kubectl, cluster.kubeconfig, kustomization=REPO / "manifests", dry_run=True
+                kubectl, cluster.kubeconfig, kustomization=MANIFESTS, dry_run=True
             ),
             "the server-side dry run of manifests/",
         )
@@ -111,7 +111,7 @@ def live(resources: Any, obj: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_plain_base_passes_a_server_side_dry_run(installed: Installed, kubectl: str) -> None:
     """`kubectl apply --server-side -k manifests`: every object accepted by the server."""
-    base = kustomize(kubectl, REPO / "manifests")
+    base = kustomize(kubectl, MANIFESTS)
     accepted = [line for line in installed.base_dry_run.splitlines() if "(server dry run)" in line]
     assert len(accepted) == len(base), installed.base_dry_run
     kinds = {obj["kind"] for obj in base}
@@ -233,7 +233,7 @@ def test_the_pod_template_passes_pod_security_restricted(
     """The namespace enforces "restricted"; a server-side dry run of the Deployment's pod is
     admitted, and the same pod made privileged is refused (so enforcement is on)."""
     core = client.CoreV1Api(k8s)
-    template = yaml.safe_load((install_kind.CONTROLLER_MANIFESTS / "deployment.yaml").read_text())
+    template = yaml.safe_load((CONTROLLER / "deployment.yaml").read_text())
     spec = template["spec"]["template"]["spec"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "convoy-psa"}, "spec": spec}
     core.create_namespaced_pod(install_kind.NAMESPACE, pod, dry_run="All")

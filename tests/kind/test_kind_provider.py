@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import install_kind
+from conformance import install_kind, resources
 from conformance.clusters import binaries
 from conformance.clusters.base import NoCallback, callback_host
 from conformance.clusters.existing import ExistingCluster
@@ -413,7 +413,7 @@ def test_the_overlay_sets_image_certificate_cabundle_and_args(kustomize, tmp_pat
         mutant="force_lasts_two",
     )
     objects = kustomize(overlay)
-    base = kustomize(install_kind.MANIFESTS)
+    base = kustomize(resources.MANIFESTS)
     assert len(objects) == len(base) + 1  # + the Secret
     container = by_kind(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "convoy-controller:conformance-x"
@@ -433,7 +433,7 @@ def test_the_overlay_sets_image_certificate_cabundle_and_args(kustomize, tmp_pat
 
 
 def test_the_base_alone_has_no_cabundle_and_the_placeholder_image(kustomize) -> None:
-    objects = kustomize(install_kind.MANIFESTS)
+    objects = kustomize(resources.MANIFESTS)
     assert "caBundle" not in by_kind(objects, "APIService")["spec"]
     container = by_kind(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "convoy-controller:dev"

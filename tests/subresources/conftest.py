@@ -24,7 +24,7 @@ from conformance.clusters.local import LocalControlPlane
 from conformance.controllers import HostController
 from conformance.subresource_install import LocalSubresourceAPI
 from convoy import api
-from convoy.subresources import GROUP
+from convoyapi import SUBRESOURCE_GROUP
 from tests.subresources.support import Direct
 
 RELEASE = "app"
@@ -79,7 +79,7 @@ def grant(k8s: client.ApiClient, namespace: str) -> Callable[[str, str, list[str
         role = f"{user}-{subresource}"
         rules = [
             {
-                "apiGroups": [GROUP],
+                "apiGroups": [SUBRESOURCE_GROUP],
                 "resources": [f"releases/{subresource}"],
                 "verbs": verbs,
             }

@@ -24,7 +24,7 @@ from kubernetes import client
 
 from conformance.clusters.local import LOOPBACK
 from conformance.kube import raw_request
-from convoy.subresources import GROUP_VERSION
+from convoyapi import SUBRESOURCE_GROUP_VERSION
 from tests.subresources.support import Direct
 
 REQUESTS = 300
@@ -65,7 +65,8 @@ def paths(draw: st.DrawFn, namespace: str, release: str) -> str:
     name = draw(st.sampled_from([release, "missing"]) | segments)
     subresource = draw(st.sampled_from(SUBRESOURCES) | segments)
     tail = draw(st.sampled_from(["", "/extra", "/"]))
-    return f"/apis/{GROUP_VERSION}/namespaces/{namespace}/releases/{name}/{subresource}{tail}"
+    release = f"namespaces/{namespace}/releases/{name}"
+    return f"/apis/{SUBRESOURCE_GROUP_VERSION}/{release}/{subresource}{tail}"
 
 
 def send(api: client.ApiClient, method: str, path: str, query: str, body: bytes) -> tuple:
@@ -113,7 +114,9 @@ def never_finished(direct: Direct, front_proxy_cert: tuple[Path, Path]) -> Itera
         tls = direct.context(front_proxy_cert)
         raw = stack.enter_context(socket.create_connection((LOOPBACK, direct.port)))
         slow = stack.enter_context(tls.wrap_socket(raw, server_hostname=LOOPBACK))
-        slow.sendall(f"POST /apis/{GROUP_VERSION} HTTP/1.1\r\nHost: convoy\r\nX-Rem".encode())
+        slow.sendall(
+            f"POST /apis/{SUBRESOURCE_GROUP_VERSION} HTTP/1.1\r\nHost: convoy\r\nX-Rem".encode()
+        )
         yield [*idle, slow]
 
 
@@ -139,9 +142,9 @@ def test_clients_that_never_finish_get_nothing_and_the_server_keeps_serving(
 ) -> None:
     user = {"X-Remote-User": "system:admin", "X-Remote-Group": "system:masters"}
     answer = direct.request(
-        "GET", f"/apis/{GROUP_VERSION}", client_cert=front_proxy_cert, headers=user
+        "GET", f"/apis/{SUBRESOURCE_GROUP_VERSION}", client_cert=front_proxy_cert, headers=user
     )
     assert answer.status == 200, answer
-    assert raw_request(k8s, "GET", f"/apis/{GROUP_VERSION}").status == 200
+    assert raw_request(k8s, "GET", f"/apis/{SUBRESOURCE_GROUP_VERSION}").status == 200
     said = answers(never_finished)
     assert not said, f"{len(said)} unfinished clients got an answer, first: {said[0]!r}"

@@ -19,7 +19,8 @@ from kubernetes import client
 from conformance.clusters import pki
 from conformance.kube import raw_request
 from convoy.api import Annotation
-from convoy.subresources import GROUP_VERSION, release_path
+from convoy.subresources import release_path
+from convoyapi import SUBRESOURCE_GROUP_VERSION
 from tests.subresources.support import Direct, annotations
 
 Obj = dict[str, Any]
@@ -67,7 +68,9 @@ def test_a_front_proxy_ca_certificate_with_a_name_not_allowed_is_401(
 def test_the_front_proxy_without_a_user_is_401(
     direct: Direct, front_proxy_cert: tuple[Path, Path]
 ) -> None:
-    answer = direct.request("GET", f"/apis/{GROUP_VERSION}", client_cert=front_proxy_cert)
+    answer = direct.request(
+        "GET", f"/apis/{SUBRESOURCE_GROUP_VERSION}", client_cert=front_proxy_cert
+    )
     assert answer.status == 401, answer
 
 

@@ -18,8 +18,9 @@ from kubernetes import client
 
 from conformance.kube import raw_request
 from convoy.api import Annotation
-from convoy.subresources import GROUP, GROUP_VERSION, release_path
+from convoy.subresources import release_path
 from convoy.synctime import parse_sync_time, truncate_to_second
+from convoyapi import SUBRESOURCE_GROUP, SUBRESOURCE_GROUP_VERSION
 from tests.helpers import wait_until
 from tests.subresources.support import annotations, update_changing
 
@@ -239,7 +240,7 @@ def test_an_unknown_subresource_is_404(k8s: client.ApiClient, namespace: str, re
 
 
 def test_discovery_lists_the_subresources(k8s: client.ApiClient) -> None:
-    response = raw_request(k8s, "GET", f"/apis/{GROUP_VERSION}")
+    response = raw_request(k8s, "GET", f"/apis/{SUBRESOURCE_GROUP_VERSION}")
     assert response.status == 200, response
     verbs = {r["name"]: r["verbs"] for r in response.body["resources"]}
     assert verbs == {
@@ -249,4 +250,4 @@ def test_discovery_lists_the_subresources(k8s: client.ApiClient) -> None:
         "releases/lifecycle": ["update", "delete"],
     }
     groups = client.ApisApi(k8s).get_api_versions().groups
-    assert GROUP in {group.name for group in groups}
+    assert SUBRESOURCE_GROUP in {group.name for group in groups}
