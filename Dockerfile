@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The reference convoy controller: `python -m convoy`, the same entry point the suite runs as a
-# host process on the local provider (conformance/controllers.py). Flags come from the
+# host process on the local provider (conformance/install/host.py). Flags come from the
 # Deployment's args (conformance/resources/manifests/controller/deployment.yaml).
 #
 #   docker build -t convoy-controller:dev .

@@ -19,12 +19,13 @@ from pathlib import Path
 import yaml
 from kubernetes import client, dynamic, watch
 
-from conformance import manifests, resources
+from conformance import resources
 from conformance.clusters import binaries
 from conformance.clusters.local import LocalControlPlane
-from conformance.controllers import HostController
+from conformance.install import manifests
+from conformance.install.host import HostController
 from conformance.kube import dynamic_api
-from conformance.releases import content_object, rfc3339
+from conformance.observe.releases import content_object, rfc3339
 from convoyapi import API_VERSION, SYNC_REQUESTED_AT
 
 NAMESPACE = "bench"

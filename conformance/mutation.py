@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from conformance import catalog
-from conformance.controllers import MUTANT_VARIABLE
+from conformance.install.host import MUTANT_VARIABLE
 from conformance.timing import DOCUMENT_RESYNC, LONG_RESYNC
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import catalog, diagnostics, timing
+from conformance import catalog, timing
 from conformance.clusters.select import PROVIDERS, Choice
+from conformance.observe import diagnostics
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
 from conformance.session import (
     CHOICE,

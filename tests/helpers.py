@@ -15,8 +15,8 @@ import yaml
 from kubernetes import client
 
 from conformance.kube import read_or_none
+from conformance.observe.releases import App, parse_time, same_second
 from conformance.polling import poll_until
-from conformance.releases import App, parse_time, same_second
 
 #: The status fields that record a handled /sync and a handled forced one.
 HANDLED, FORCE_HANDLED = "lastHandledSyncAt", "lastHandledForceSyncAt"

@@ -2,7 +2,7 @@
 
 The node image comes from `kind:` in conformance/versions.yaml (one per Kubernetes minor, pinned
 by digest, copied from the release notes of the pinned kind release) unless --kind-image names
-one. Installing the reference controller on the cluster is conformance.install_kind's job.
+one. Installing the reference controller on the cluster is conformance.install.on_kind's job.
 """
 
 from __future__ import annotations
@@ -218,11 +218,11 @@ class KindProvider(Cluster):
         gateway = ipv4_gateway(proc.stdout) if proc.returncode == 0 else None
         return CallbackAddress(gateway) if gateway else None
 
-    def installer(self, diagnostics_dir: Path | None = None):  # -> install_kind.Installer
-        """What installs the reference controller on this cluster (conformance.install_kind)."""
-        from conformance import install_kind
+    def installer(self, diagnostics_dir: Path | None = None):  # -> on_kind.Installer
+        """What installs the reference controller on this cluster (conformance.install.on_kind)."""
+        from conformance.install import on_kind
 
-        return install_kind.Installer(
+        return on_kind.Installer(
             kubectl=str(self.kubectl_path),
             kubeconfig=self.kubeconfig,
             kind=str(self.kind_path),

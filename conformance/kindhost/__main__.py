@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from conformance.clusters.binaries import resolve
-from conformance.install_kind import CONTROLLER_BASE_ARG
+from conformance.install.kind_commands import CONTROLLER_BASE_ARG
 from conformance.kindhost import engine, images
 
 

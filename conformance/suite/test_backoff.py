@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from conformance import subresources, widgets
-from conformance.controllers import ControllerUnderTest
+from conformance.install.host import ControllerUnderTest
 from conformance.marks import case
-from conformance.releases import NO_RENDER, App, Releases, parse_time
-from conformance.resync import ResyncClock
+from conformance.observe import subresources, widgets
+from conformance.observe.releases import NO_RENDER, App, Releases, parse_time
+from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import WitnessTimeout
 from conformance.timing import Timing
-from conformance.witness import WitnessTimeout
 
 # The rule's own constants.
 #: A factor below 1, or none, is taken as 2.

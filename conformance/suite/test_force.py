@@ -6,10 +6,10 @@ from datetime import datetime
 
 import pytest
 
-from conformance import subresources, widgets
 from conformance.clusters.base import Cluster
 from conformance.marks import case
-from conformance.releases import (
+from conformance.observe import subresources, widgets
+from conformance.observe.releases import (
     NO_RENDER,
     App,
     Releases,
@@ -18,7 +18,7 @@ from conformance.releases import (
     kinds,
     parse_time,
 )
-from conformance.resync import ResyncClock
+from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
 from convoyapi import PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 

@@ -15,13 +15,13 @@ from datetime import datetime
 
 import pytest
 
-from conformance import widgets
 from conformance.marks import case
+from conformance.observe import widgets
+from conformance.observe.releases import POLL, App, Releases, not_by_suite, parse_time
+from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import Attempt
 from conformance.polling import poll_until
-from conformance.releases import POLL, App, Releases, not_by_suite, parse_time
-from conformance.resync import ResyncClock
 from conformance.timing import Timing
-from conformance.witness import Attempt
 
 AUTOMATIC = {"automatic": True}
 #: Intervals as written in spec.syncPolicy.interval, and their seconds. Their accepted ranges

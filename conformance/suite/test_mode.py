@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.marks import case
-from conformance.releases import App, Releases, condition, content_object
-from conformance.resync import ResyncClock
+from conformance.observe.releases import App, Releases, condition, content_object
+from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
 
 AUTOMATIC = {"automatic": True}

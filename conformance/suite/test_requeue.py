@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from conformance import marks, widgets
+from conformance import marks
 from conformance.kube import read_or_none
-from conformance.releases import (
+from conformance.observe import widgets
+from conformance.observe.releases import (
     NO_RENDER,
     SUITE_MANAGER,
     App,
@@ -31,9 +32,9 @@ from conformance.releases import (
     content_object,
     not_by_suite,
 )
-from conformance.resync import ResyncClock
+from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import Attempt, WitnessTimeout, witness_deletes
 from conformance.timing import Timing
-from conformance.witness import Attempt, WitnessTimeout, witness_deletes
 from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN
 
 NAME = "web"

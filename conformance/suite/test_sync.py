@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conformance import subresources, widgets
 from conformance.clusters.base import Cluster
 from conformance.marks import case
-from conformance.releases import (
+from conformance.observe import subresources, widgets
+from conformance.observe.releases import (
     NO_RENDER,
     App,
     Releases,
@@ -21,9 +21,9 @@ from conformance.releases import (
     rfc3339,
     same_second,
 )
-from conformance.resync import ResyncClock
+from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import witness_deletes
 from conformance.timing import Timing
-from conformance.witness import witness_deletes
 from convoyapi import GROUP, LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}

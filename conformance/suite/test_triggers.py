@@ -12,10 +12,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conformance import subresources, widgets
 from conformance.marks import case
-from conformance.releases import NO_RENDER, App, Releases, condition, condition_status, rfc3339
-from conformance.resync import ResyncClock
+from conformance.observe import subresources, widgets
+from conformance.observe.releases import (
+    NO_RENDER,
+    App,
+    Releases,
+    condition,
+    condition_status,
+    rfc3339,
+)
+from conformance.observe.resync import ResyncClock
 from conformance.timing import DOCUMENT_RESYNC, Timing
 from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 

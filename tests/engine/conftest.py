@@ -1,7 +1,7 @@
 """Helpers for the engine tests: the reference controller on the real local control plane.
 
-The tests drive Releases with the suite's App helpers (conformance/releases.py) and read what
-the controller did from the cluster: conditions, the ReleaseInventory, the witness' record of
+The tests drive Releases with the suite's App helpers (conformance/observe/releases.py) and read
+what the controller did from the cluster: conditions, the ReleaseInventory, the witness' record of
 apply attempts, and (white-box) the controller's log.
 """
 
@@ -16,10 +16,10 @@ import pytest
 import yaml
 from kubernetes import client, dynamic
 
-from conformance.controllers import HostController
+from conformance.install.host import HostController
 from conformance.kube import dynamic_api
+from conformance.observe.releases import App, Releases, condition, content_object
 from conformance.polling import poll_until
-from conformance.releases import App, Releases, condition, content_object
 from convoyapi import API_VERSION, SYNC_REQUESTED_AT
 
 Obj = dict[str, Any]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from conformance.releases import App, condition
-from conformance.resync import ResyncClock
+from conformance.observe.releases import App, condition
+from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
 from convoyapi import SYNC_REQUESTED_AT
 from tests.engine.conftest import SETTLE, Engine, annotation, wait_sync_request, widget

@@ -6,8 +6,8 @@ reaches a new render), INT-2 (drift checked on spec.syncPolicy.interval).
 
 from __future__ import annotations
 
-from conformance.releases import parse_time
-from conformance.resync import ResyncClock
+from conformance.observe.releases import parse_time
+from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
 from convoyapi import SYNC_REQUESTED_AT
 from tests.engine.conftest import Engine, annotation, healthy, settle, wait_sync_request, widget

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.releases import App, condition, parse_time
+from conformance.observe.releases import App, condition, parse_time
 from tests.engine.conftest import SETTLE, Engine, healthy, widget
 
 AUTOMATIC = {"automatic": True}

@@ -4,8 +4,8 @@ sends the next one a /sync (SYNC-9)."""
 
 from __future__ import annotations
 
-from conformance.releases import App
-from conformance.resync import ResyncClock
+from conformance.observe.releases import App
+from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
 from tests.engine.conftest import SETTLE, Engine, healthy, settle, wait_sync_request, widget
 

@@ -29,9 +29,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import install_kind, manifests, resources
+from conformance import resources
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.processes import ManagedProcess
+from conformance.install import kind_commands, manifests, on_kind
 from conformance.polling import wait_http_ok
 
 SERVER_NAME = "convoy-subresources.convoy-system.svc"
@@ -63,9 +64,9 @@ def get(url: str, context: ssl.SSLContext | None = None, **headers: str) -> tupl
 
 def secret_mounts() -> dict[str, str]:
     """mountPath -> Secret name, for the controller container's Secret volumes."""
-    spec = install_kind.deployment_manifest()["spec"]["template"]["spec"]
+    spec = on_kind.deployment_manifest()["spec"]["template"]["spec"]
     secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
-    container = next(c for c in spec["containers"] if c["name"] == install_kind.CONTAINER)
+    container = next(c for c in spec["containers"] if c["name"] == kind_commands.CONTAINER)
     return {
         m["mountPath"]: secrets[m["name"]]
         for m in container.get("volumeMounts", [])
@@ -74,16 +75,16 @@ def secret_mounts() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def certificate() -> install_kind.ServingCertificate:
-    return install_kind.serving_certificate()
+def certificate() -> on_kind.ServingCertificate:
+    return on_kind.serving_certificate()
 
 
 @pytest.fixture
 def command_line(
-    bare_cluster: LocalControlPlane, certificate: install_kind.ServingCertificate, tmp_path: Path
+    bare_cluster: LocalControlPlane, certificate: on_kind.ServingCertificate, tmp_path: Path
 ) -> list[str]:
     mounts = secret_mounts()
-    assert mounts == {"/var/run/convoy/serving-cert": install_kind.SERVING_SECRET}
+    assert mounts == {"/var/run/convoy/serving-cert": kind_commands.SERVING_SECRET}
     data = {"tls.crt": certificate.cert_pem, "tls.key": certificate.key_pem}
     data["ca.crt"] = certificate.ca_pem
     materialized: dict[str, Path] = {}
@@ -101,8 +102,8 @@ def command_line(
                 return f"{flag}={directory}{value[len(mount_path) :]}"
         return arg
 
-    args = [on_host(a) for a in install_kind.deployment_args()]
-    return [*install_kind.image_entrypoint(), *args, f"--kubeconfig={bare_cluster.kubeconfig}"]
+    args = [on_host(a) for a in on_kind.deployment_args()]
+    return [*on_kind.image_entrypoint(), *args, f"--kubeconfig={bare_cluster.kubeconfig}"]
 
 
 @pytest.fixture
@@ -137,9 +138,9 @@ def wait_healthy(controller: ManagedProcess, port: int, path: str = "/readyz") -
 
 
 def test_the_deployment_passes_the_documented_flags() -> None:
-    assert install_kind.image_entrypoint() == ["python", "-m", "convoy"]
+    assert on_kind.image_entrypoint() == ["python", "-m", "convoy"]
     # No --resync: the shipped controller runs with the document's default period.
-    assert install_kind.deployment_args() == [
+    assert on_kind.deployment_args() == [
         "--health-port=8081",
         "--metrics-port=8080",
         "--subresource-port=8443",
@@ -159,7 +160,7 @@ def test_the_container_command_line_serves_probes_metrics_and_the_api(
     controller: ManagedProcess,
     command_line: list[str],
     bare_cluster: LocalControlPlane,
-    certificate: install_kind.ServingCertificate,
+    certificate: on_kind.ServingCertificate,
 ) -> None:
     health = port_of(command_line, "--health-port")
     wait_healthy(controller, health)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from conformance import install_kind, resources
+from conformance import resources
+from conformance.install import kind_commands, on_kind
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -35,10 +36,10 @@ def instructions() -> list[tuple[str, str]]:
 
 def test_the_base_is_python_slim_pinned_by_digest_unless_a_build_argument_names_another() -> None:
     [base] = [args for word, args in instructions() if word == "FROM"]
-    assert base == f"${{{install_kind.CONTROLLER_BASE_ARG}}}"
+    assert base == f"${{{kind_commands.CONTROLLER_BASE_ARG}}}"
     [default] = [args for word, args in instructions() if word == "ARG"]
     name, _, image = default.partition("=")
-    assert name == install_kind.CONTROLLER_BASE_ARG
+    assert name == kind_commands.CONTROLLER_BASE_ARG
     assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", image), image
 
 
@@ -52,7 +53,7 @@ def test_the_user_is_numeric_non_root_and_the_deployments() -> None:
 
 
 def test_the_entry_point_is_the_host_processes() -> None:
-    assert install_kind.image_entrypoint() == ["python", "-m", "convoy"]
+    assert on_kind.image_entrypoint() == ["python", "-m", "convoy"]
     assert any(w == "RUN" and "pip install --no-cache-dir" in a for w, a in instructions())
 
 

@@ -25,19 +25,19 @@ import yaml
 from cryptography import x509
 from kubernetes import client, dynamic
 
-from conformance import install_kind
 from conformance.clusters.local import LocalControlPlane
-from conformance.controllers import HostController, service_account_kubeconfig
+from conformance.install import kind_commands, on_kind
+from conformance.install.host import HostController, service_account_kubeconfig
 from conformance.kube import dynamic_api
-from conformance.releases import condition
+from conformance.observe.releases import condition
 from conformance.resources import CONTROLLER, MANIFESTS
 from convoyapi import API_SERVICE, API_VERSION
 from tests.helpers import wait_until
 
-SERVICE_ACCOUNT = f"system:serviceaccount:{install_kind.NAMESPACE}:convoy-controller"
+SERVICE_ACCOUNT = f"system:serviceaccount:{kind_commands.NAMESPACE}:convoy-controller"
 SA_GROUPS = [
     "system:serviceaccounts",
-    f"system:serviceaccounts:{install_kind.NAMESPACE}",
+    f"system:serviceaccounts:{kind_commands.NAMESPACE}",
     "system:authenticated",
 ]
 IMAGE = "convoy-controller:conformance-test"
@@ -47,9 +47,9 @@ IMAGE = "convoy-controller:conformance-test"
 class Installed:
     overlay: Path
     objects: list[dict[str, Any]]
-    cert: install_kind.ServingCertificate
+    cert: on_kind.ServingCertificate
     base_dry_run: str
-    installer: install_kind.Installer
+    installer: on_kind.Installer
 
 
 def kustomize(kubectl: str, directory: Path) -> list[dict[str, Any]]:
@@ -65,15 +65,15 @@ def installed(
 ) -> Iterator[Installed]:
     cluster = bare_cluster
     work = tmp_path_factory.mktemp("install")
-    installer = install_kind.Installer(
+    installer = on_kind.Installer(
         kubectl=kubectl, kubeconfig=cluster.kubeconfig, diagnostics_dir=work / "diagnostics"
     )
-    cert = install_kind.serving_certificate()
-    args = install_kind.controller_args(install_kind.deployment_args(), resync="30s")
-    overlay = install_kind.write_overlay(work / "overlay", image=IMAGE, cert=cert, args=args)
+    cert = on_kind.serving_certificate()
+    args = on_kind.controller_args(on_kind.deployment_args(), resync="30s")
+    overlay = on_kind.write_overlay(work / "overlay", image=IMAGE, cert=cert, args=args)
     try:
         installer.run(
-            install_kind.apply_argv(
+            kind_commands.apply_argv(
                 kubectl,
                 cluster.kubeconfig,
                 file=CONTROLLER / "namespace.yaml",
@@ -81,7 +81,7 @@ def installed(
             "applying the namespace",
         )
         base_dry_run = installer.run(
-            install_kind.apply_argv(
+            kind_commands.apply_argv(
                 kubectl, cluster.kubeconfig, kustomization=MANIFESTS, dry_run=True
             ),
             "the server-side dry run of manifests/",
@@ -149,11 +149,11 @@ def test_the_deployment_runs_the_unique_image_with_the_manifest_args(
     installed: Installed, k8s: client.ApiClient
 ) -> None:
     deployment = client.AppsV1Api(k8s).read_namespaced_deployment(
-        install_kind.DEPLOYMENT, install_kind.NAMESPACE
+        kind_commands.DEPLOYMENT, kind_commands.NAMESPACE
     )
     container = deployment.spec.template.spec.containers[0]
     assert container.image == IMAGE
-    assert container.args == ["--resync=30s", *install_kind.deployment_args()]
+    assert container.args == ["--resync=30s", *on_kind.deployment_args()]
     assert container.args[1:3] == ["--health-port=8081", "--metrics-port=8080"]
     security = container.security_context
     assert security.read_only_root_filesystem and security.run_as_non_root
@@ -174,7 +174,7 @@ def test_the_crds_are_established_and_served(installed: Installed, k8s: client.A
         conditions = {c.type: c.status for c in crd.status.conditions}
         assert conditions.get("Established") == "True", conditions
         listed = client.CustomObjectsApi(k8s).list_namespaced_custom_object(
-            "convoy.kumodo.io", "v1alpha1", install_kind.NAMESPACE, name
+            "convoy.kumodo.io", "v1alpha1", kind_commands.NAMESPACE, name
         )
         assert listed["items"] == []
 
@@ -189,8 +189,8 @@ def test_the_apiservice_is_served_with_the_generated_ca(
     assert base64.b64decode(service.spec.ca_bundle) == installed.cert.ca_pem
     ref = service.spec.service
     assert (ref.namespace, ref.name, ref.port) == (
-        install_kind.NAMESPACE,
-        install_kind.SERVICE,
+        kind_commands.NAMESPACE,
+        kind_commands.SERVICE,
         443,
     )
 
@@ -208,7 +208,7 @@ def test_the_service_sends_443_to_the_https_port(
     installed: Installed, k8s: client.ApiClient
 ) -> None:
     service = client.CoreV1Api(k8s).read_namespaced_service(
-        install_kind.SERVICE, install_kind.NAMESPACE
+        kind_commands.SERVICE, kind_commands.NAMESPACE
     )
     assert service.spec.type == "ClusterIP" and service.spec.cluster_ip
     [port] = service.spec.ports
@@ -236,11 +236,11 @@ def test_the_pod_template_passes_pod_security_restricted(
     template = yaml.safe_load((CONTROLLER / "deployment.yaml").read_text())
     spec = template["spec"]["template"]["spec"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "convoy-psa"}, "spec": spec}
-    core.create_namespaced_pod(install_kind.NAMESPACE, pod, dry_run="All")
+    core.create_namespaced_pod(kind_commands.NAMESPACE, pod, dry_run="All")
     privileged = yaml.safe_load(yaml.safe_dump(pod))
     privileged["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
     with pytest.raises(client.ApiException) as refused:
-        core.create_namespaced_pod(install_kind.NAMESPACE, privileged, dry_run="All")
+        core.create_namespaced_pod(kind_commands.NAMESPACE, privileged, dry_run="All")
     assert refused.value.status == 403 and "restricted" in refused.value.body
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import install_kind, resources
+from conformance import resources
 from conformance.clusters import binaries
 from conformance.clusters.base import NoCallback, callback_host
 from conformance.clusters.existing import ExistingCluster
@@ -30,6 +30,7 @@ from conformance.clusters.kind import (
     kind_versions,
     parse_versions,
 )
+from conformance.install import kind_commands, on_kind
 from convoyapi import API_SERVICE
 
 DIGEST = "sha256:" + "a" * 64
@@ -260,8 +261,8 @@ class Recorder:
         )
 
 
-def installer(runner: Recorder, tmp_path: Path) -> install_kind.Installer:
-    return install_kind.Installer(
+def installer(runner: Recorder, tmp_path: Path) -> on_kind.Installer:
+    return on_kind.Installer(
         kubectl="kubectl",
         kubeconfig=Path("/k/config"),
         kind="kind",
@@ -273,15 +274,15 @@ def installer(runner: Recorder, tmp_path: Path) -> install_kind.Installer:
 
 def test_image_tags_are_unique_and_valid() -> None:
     now = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-    assert install_kind.image_tag(now, "abc123") == "conformance-20260102t030405-abc123"
-    tags = {install_kind.image_tag() for _ in range(50)}
+    assert kind_commands.image_tag(now, "abc123") == "conformance-20260102t030405-abc123"
+    tags = {kind_commands.image_tag() for _ in range(50)}
     assert len(tags) == 50
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,127}", t) for t in tags)
 
 
 def test_a_failed_rollout_collects_diagnostics_and_says_where(tmp_path: Path) -> None:
     runner = Recorder(fail="rollout")
-    with pytest.raises(install_kind.InstallError) as raised:
+    with pytest.raises(on_kind.InstallError) as raised:
         installer(runner, tmp_path).install(image="convoy-controller:t")
     message = str(raised.value)
     assert "the rollout of deployment/convoy-controller failed (exit 1)" in message
@@ -324,7 +325,7 @@ def test_diagnostics_keep_going_when_a_command_cannot_run(tmp_path: Path) -> Non
 
 
 def test_uninstall_deletes_the_apiservice_first_and_keeps_the_crds() -> None:
-    argvs = install_kind.uninstall_argvs("kubectl", Path("/k"))
+    argvs = kind_commands.uninstall_argvs("kubectl", Path("/k"))
     assert argvs[0][-1] == f"apiservice/{API_SERVICE}"
     flat = " ".join(" ".join(a) for a in argvs)
     assert "customresourcedefinition" not in flat and "crd" not in flat.split()
@@ -333,7 +334,7 @@ def test_uninstall_deletes_the_apiservice_first_and_keeps_the_crds() -> None:
 
 def test_the_in_cluster_controller_restarts_by_scaling(tmp_path: Path) -> None:
     runner = Recorder()
-    controller = install_kind.InClusterController(installer(runner, tmp_path), resync=30)
+    controller = on_kind.InClusterController(installer(runner, tmp_path), resync=30)
     controller.start()
     first = len(runner.argvs)
     assert runner.argvs[0][:2] == ["docker", "build"]
@@ -365,19 +366,19 @@ def test_the_in_cluster_controller_counts_its_start_from_before_the_pod_runs(
                 scaled_up.append(time.monotonic())
             return super().__call__(argv)
 
-    controller = install_kind.InClusterController(installer(Timed(), tmp_path), resync=30)
+    controller = on_kind.InClusterController(installer(Timed(), tmp_path), resync=30)
     controller.start()
     controller.restart()
     assert controller.started_at <= scaled_up[-1]
 
 
 def test_controller_args_replace_only_the_resync() -> None:
-    base = install_kind.deployment_args()
+    base = on_kind.deployment_args()
     assert not any(arg.startswith("--resync") for arg in base)  # shipped: the default
-    assert install_kind.controller_args(base) == base
-    assert install_kind.controller_args(base, resync="5s") == ["--resync=5s", *base]
+    assert on_kind.controller_args(base) == base
+    assert on_kind.controller_args(base, resync="5s") == ["--resync=5s", *base]
     with_flag = ["--resync=2m", *base]
-    assert install_kind.controller_args(with_flag, resync="5s") == ["--resync=5s", *base]
+    assert on_kind.controller_args(with_flag, resync="5s") == ["--resync=5s", *base]
 
 
 # -- the overlay, rendered by kustomize ------------------------------------------------------
@@ -404,8 +405,8 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 def test_the_overlay_sets_image_certificate_cabundle_and_args(kustomize, tmp_path: Path) -> None:
     import base64
 
-    cert = install_kind.serving_certificate()
-    overlay = install_kind.write_overlay(
+    cert = on_kind.serving_certificate()
+    overlay = on_kind.write_overlay(
         tmp_path / "overlay",
         image="convoy-controller:conformance-x",
         cert=cert,

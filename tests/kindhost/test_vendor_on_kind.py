@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import install_kind
 from conformance.clusters.kind import KindProvider
+from conformance.install import kind_commands, on_kind
 from conformance.kindhost.engine import Engine, host_address
 from tests.helpers import run_action_step
 from tests.kindhost.conftest import own_kind_cluster
@@ -48,8 +48,8 @@ def vendor(
 ) -> Iterator[Vendor]:
     cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
     try:
-        subprocess.run(install_kind.docker_build_argv(VENDOR_IMAGE), check=True)
-        manifests = install_kind.write_overlay(
+        subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
+        manifests = on_kind.write_overlay(
             tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
         )
         option = pytestconfig.getoption
@@ -94,17 +94,17 @@ def test_the_actions_steps_install_and_test_a_vendors_controller(
         tmp_path,
         IMAGES=VENDOR_IMAGE,
         MANIFESTS=str(vendor.manifests),
-        NAMESPACE=install_kind.NAMESPACE,
+        NAMESPACE=kind_commands.NAMESPACE,
         WAIT_TIMEOUT="300",
     )
     found = run_step(
         "Find your controller's Deployment",
         vendor,
         tmp_path,
-        NAMESPACE=install_kind.NAMESPACE,
+        NAMESPACE=kind_commands.NAMESPACE,
         DEPLOYMENT="",
     )
-    assert found["deployment"] == f"{install_kind.NAMESPACE}/{install_kind.DEPLOYMENT}"
+    assert found["deployment"] == f"{kind_commands.NAMESPACE}/{kind_commands.DEPLOYMENT}"
     reports = tmp_path / "reports"
     ran = run_step(
         "Run the conformance suite",
@@ -145,7 +145,7 @@ def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
         *vendor.kind_options,
         *SELECTION.split(),
     ]
-    proc = subprocess.run(argv, cwd=install_kind.REPO_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=kind_commands.REPO_ROOT, capture_output=True, text=True)
     print(proc.stdout[-3000:], proc.stderr[-3000:])
     assert proc.returncode == 0
     results = mode_results(reports / "conformance-report.yaml")

@@ -27,12 +27,12 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from conformance.controllers import HostController
+from conformance.install.host import HostController
 from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff
-from conformance.releases import App, Releases, condition, kinds, not_by_suite, parse_time
-from conformance.resync import ResyncClock
+from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
+from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import Attempt
 from conformance.timing import Timing
-from conformance.witness import Attempt
 
 #: The same sequences at every run: a CI run is repeatable; the long profile draws anew.
 CI_PROFILE: dict[str, Any] = {"max_examples": 10, "stateful_step_count": 8, "derandomize": True}

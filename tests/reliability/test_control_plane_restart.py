@@ -14,12 +14,12 @@ import urllib.request
 
 import pytest
 
-from conformance import subresources
 from conformance.clusters.local import LocalControlPlane
-from conformance.controllers import HostController
+from conformance.install.host import HostController
 from conformance.kube import raw_request
+from conformance.observe import subresources
+from conformance.observe.releases import App, Releases, applied_manual_app, kinds, parse_time
 from conformance.polling import poll_until
-from conformance.releases import App, Releases, applied_manual_app, kinds, parse_time
 from conformance.timing import Timing
 from convoyapi import SYNC_REQUESTED_AT
 from tests.helpers import HANDLED, wait_handled

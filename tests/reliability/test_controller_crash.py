@@ -14,8 +14,8 @@ from datetime import datetime
 import pytest
 
 from conformance.clusters.processes import kill_now
-from conformance.controllers import HostController
-from conformance.releases import App, Releases, applied_manual_app, kinds, parse_time
+from conformance.install.host import HostController
+from conformance.observe.releases import App, Releases, applied_manual_app, kinds, parse_time
 from conformance.timing import Timing
 from tests.helpers import FORCE_HANDLED, HANDLED, wait_handled
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from conformance.controllers import HostController
+from conformance.install.host import HostController
+from conformance.observe.releases import App, Obj, Releases, condition
 from conformance.polling import poll_until
-from conformance.releases import App, Obj, Releases, condition
 from convoy.api import Reason
 from convoyapi import API_VERSION, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 from tests.helpers import HANDLED, wait_handled

@@ -1,7 +1,7 @@
 """Fixtures for the subresource API on the local control plane, served by the host controller.
 
 The suite's `controller` fixture starts the reference controller, which serves the API and
-registers its APIService (conformance/subresource_install.py). Requests go through the
+registers its APIService (conformance/install/subresources.py). Requests go through the
 kube-apiserver like any client's, or straight to the controller's port to test what the
 aggregator alone can do there (the front proxy's certificate).
 """
@@ -21,8 +21,8 @@ from kubernetes import client
 from conformance.clusters import pki
 from conformance.clusters.base import Cluster
 from conformance.clusters.local import LocalControlPlane
-from conformance.controllers import HostController
-from conformance.subresource_install import LocalSubresourceAPI
+from conformance.install.host import HostController
+from conformance.install.subresources import LocalSubresourceAPI
 from convoy import api
 from convoyapi import SUBRESOURCE_GROUP
 from tests.subresources.support import Direct

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from conformance.controllers import HostController
+from conformance.install.host import HostController
+from conformance.install.subresources import NAMESPACE, SERVICE, LocalSubresourceAPI
 from conformance.kube import raw_request
-from conformance.subresource_install import NAMESPACE, SERVICE, LocalSubresourceAPI
 from convoy.subresources import release_path
 from convoyapi import API_SERVICE
 

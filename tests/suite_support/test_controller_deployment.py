@@ -17,9 +17,9 @@ import pytest
 import yaml
 from kubernetes import client
 
-from conformance import vendor
 from conformance.clusters.base import Cluster
-from conformance.deployed import DeploymentController, DeploymentError, label_selector
+from conformance.install import vendor
+from conformance.install.deployment import DeploymentController, DeploymentError, label_selector
 
 NAME = "vendor-controller"
 LABELS = {"app.kubernetes.io/name": "vendor-convoy"}

@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from conformance import vendor
 from conformance.clusters.base import Cluster
+from conformance.install import vendor
 
 
 def test_the_manifests_of_a_directory_are_applied(

@@ -20,7 +20,7 @@ from kubernetes import client, dynamic
 from kubernetes.dynamic.discovery import Discoverer
 
 from conformance.kube import read_or_none
-from conformance.witness import (
+from conformance.observe.witness import (
     DENIAL,
     Attempt,
     GroupVersionKind,

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from conformance.kube import read_or_none
-from conformance.witness import (
+from conformance.observe.witness import (
     DELETES_LABEL,
     DENIAL,
     GroupVersionKind,

@@ -46,3 +46,21 @@ def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
     if isinstance(node, ast.ImportFrom):
         return [node.module or ""] if node.level == 0 else []
     return [alias.name for alias in node.names]
+
+
+def importers(package: str, of: str) -> set[str]:
+    """The modules of conformance/<package>/ that import anything of conformance.<of>."""
+    return {
+        str(module.relative_to(ROOT))
+        for module in ROOT.glob(f"conformance/{package}/*.py")
+        for node in ast.walk(ast.parse(module.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(name.startswith(f"conformance.{of}") for name in imported(node))
+    }
+
+
+def test_what_observes_a_controller_and_what_installs_one_stay_apart() -> None:
+    """An observer reads a controller from outside whoever installed it, and an installer
+    judges nothing: the fixtures bring the two together."""
+    assert importers("observe", of="install") == set()
+    assert importers("install", of="observe") == set()

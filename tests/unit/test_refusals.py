@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from conformance.clusters.base import Outage
-from conformance.controllers import IDENTITY_USER, OUTAGE_GRACE, check_not_refused
+from conformance.install.host import IDENTITY_USER, OUTAGE_GRACE, check_not_refused
 
 REFUSAL = f'releases is forbidden: User "{IDENTITY_USER}" cannot watch resource "releases"'
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import vendor
+from conformance.install import vendor
 
 
 def test_a_kustomization_directory_is_applied_with_k(tmp_path: Path) -> None:

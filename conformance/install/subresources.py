@@ -17,10 +17,10 @@ from typing import Any
 
 from kubernetes import client
 
-from conformance import manifests
 from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.ports import LOOPBACK, reserve_port
+from conformance.install import manifests
 from conformance.polling import poll_until
 from convoyapi import API_SERVICE, SUBRESOURCE_GROUP, SUBRESOURCE_VERSION
 

@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import dynamic
 
 from conformance.kube import dynamic_api
-from conformance.releases import App
+from conformance.observe.releases import App
 from convoyapi import API_VERSION
 
 WIDGET_API = "testing.convoy.kumodo.io/v1"

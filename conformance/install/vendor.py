@@ -3,7 +3,8 @@
 The suite applies the file or directory (a kustomization when the directory has one) with
 server-side apply, waits until each Deployment it holds has rolled out, and then tests the
 controller like one already running. It installs nothing else. When the manifests hold one
-Deployment, that is the controller the restart rule scales to zero and back (conformance.deployed).
+Deployment, that is the controller the restart rule scales to zero and back
+(conformance.install.deployment).
 """
 
 from __future__ import annotations

@@ -9,27 +9,20 @@ wait for the Deployment's rollout and for the APIService to be Available. When a
 diagnostics (kind's logs, the controller's logs, events, the objects) go into a directory next
 to the report, and the error says where.
 
-Every command is built by a small function that returns its argv, so tests check the commands
-without Docker; `Installer` runs them through an injectable runner.
-
-Also a command line, for CI steps and by hand:
-
-    python -m conformance.install_kind install --cluster-name NAME [--resync 2m]
-    python -m conformance.install_kind diagnostics --cluster-name NAME --out DIR
+Every command is built by a small function that returns its argv (kind_commands), so tests
+check the commands without Docker; `Installer` runs them through an injectable runner. The
+command line for CI steps and by hand is kind_cli.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import datetime as dt
 import json
 import logging
 import os
-import secrets
 import shlex
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -43,31 +36,40 @@ import yaml
 from conformance import resources
 from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
-from conformance.controllers import check_not_refused
-from conformance.deployed import describe_deployment
+from conformance.install.deployment import describe_deployment
+from conformance.install.host import check_not_refused
+from conformance.install.kind_commands import (
+    APISERVICE_TIMEOUT,
+    CONTAINER,
+    CONTROLLER_SELECTOR,
+    DEPLOYMENT,
+    DOCKERFILE,
+    IMAGE_NAME,
+    NAMESPACE,
+    ROLLOUT_TIMEOUT,
+    SERVICE,
+    SERVING_SECRET,
+    apply_argv,
+    diagnostics_commands,
+    docker_build_argv,
+    image_tag,
+    kind_load_argv,
+    kubectl_argv,
+    logs_argv,
+    rollout_status_argv,
+    scale_argv,
+    uninstall_argvs,
+    wait_apiservice_argv,
+    wait_pods_deleted_argv,
+)
 from convoyapi import API_SERVICE
 
 log = logging.getLogger(__name__)
 
-#: The reference controller's image is built from a checkout: its Dockerfile installs the project.
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = REPO_ROOT / "Dockerfile"
-
-NAMESPACE = "convoy-system"
-DEPLOYMENT = "convoy-controller"
-CONTAINER = "controller"
-SERVICE = "convoy-subresources"
-SERVING_SECRET = "convoy-subresources-serving-cert"
-#: The image name in the controller's deployment.yaml; the installer gives it a unique tag.
-IMAGE_NAME = "convoy-controller"
-CONTROLLER_SELECTOR = "app.kubernetes.io/name=convoy,app.kubernetes.io/component=controller"
-FIELD_MANAGER = "convoy-conformance-installer"
 MUTANT_VARIABLE = "CONVOY_MUTANT"
 #: On the Deployment: the suite run that installed it (xdist workers of one run install once).
 RUN_ANNOTATION = "convoy.kumodo.io/conformance-run"
 
-ROLLOUT_TIMEOUT = 300
-APISERVICE_TIMEOUT = 180
 #: The serving certificate lives as long as a kept kind cluster reasonably does; a new install
 #: makes a new one.
 CERT_VALIDITY = dt.timedelta(days=365)
@@ -75,236 +77,6 @@ CERT_VALIDITY = dt.timedelta(days=365)
 
 class InstallError(RuntimeError):
     """A step of the install failed; the message names it and where the diagnostics are."""
-
-
-# -- the commands ------------------------------------------------------------------------------
-
-
-#: The Dockerfile's build argument for its base image.
-CONTROLLER_BASE_ARG = "CONVOY_CONTROLLER_BASE"
-
-
-def image_tag(now: dt.datetime | None = None, token: str | None = None) -> str:
-    """A tag no earlier build has: UTC time and random hex (conformance-20260101t120000-1a2b)."""
-    moment = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dt%H%M%S")
-    return f"conformance-{moment}-{token or secrets.token_hex(3)}"
-
-
-def docker_build_argv(
-    image: str, context: Path = REPO_ROOT, dockerfile: Path = DOCKERFILE
-) -> list[str]:
-    """`--build-arg CONVOY_CONTROLLER_BASE` without a value passes the variable of that name
-    when the environment has it (conformance.kindhost's base), else the Dockerfile's default."""
-    return [
-        "docker",
-        "build",
-        "--build-arg",
-        CONTROLLER_BASE_ARG,
-        "--file",
-        str(dockerfile),
-        "--tag",
-        image,
-        str(context),
-    ]
-
-
-def kind_load_argv(kind: str, cluster: str, image: str) -> list[str]:
-    return [kind, "load", "docker-image", "--name", cluster, image]
-
-
-def kind_export_kubeconfig_argv(kind: str, cluster: str, kubeconfig: Path) -> list[str]:
-    return [kind, "export", "kubeconfig", "--name", cluster, "--kubeconfig", str(kubeconfig)]
-
-
-def kind_export_logs_argv(kind: str, cluster: str, directory: Path) -> list[str]:
-    return [kind, "export", "logs", "--name", cluster, str(directory)]
-
-
-def kubectl_argv(kubectl: str, kubeconfig: Path, *args: str) -> list[str]:
-    return [kubectl, f"--kubeconfig={kubeconfig}", *args]
-
-
-def apply_argv(
-    kubectl: str,
-    kubeconfig: Path,
-    *,
-    kustomization: Path | None = None,
-    file: Path | None = None,
-    dry_run: bool = False,
-) -> list[str]:
-    """Server-side apply of a kustomization (-k) or a file (-f), forcing conflicts."""
-    if (kustomization is None) == (file is None):
-        raise ValueError("give exactly one of kustomization and file")
-    source = ["-k", str(kustomization)] if kustomization else ["-f", str(file)]
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        f"--field-manager={FIELD_MANAGER}",
-        *(["--dry-run=server"] if dry_run else []),
-        *source,
-    )
-
-
-def rollout_status_argv(
-    kubectl: str, kubeconfig: Path, timeout: int = ROLLOUT_TIMEOUT
-) -> list[str]:
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "rollout",
-        "status",
-        f"deployment/{DEPLOYMENT}",
-        f"--namespace={NAMESPACE}",
-        f"--timeout={timeout}s",
-    )
-
-
-def wait_apiservice_argv(
-    kubectl: str, kubeconfig: Path, timeout: int = APISERVICE_TIMEOUT
-) -> list[str]:
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "wait",
-        "--for=condition=Available",
-        f"apiservice/{API_SERVICE}",
-        f"--timeout={timeout}s",
-    )
-
-
-def scale_argv(kubectl: str, kubeconfig: Path, replicas: int) -> list[str]:
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "scale",
-        f"deployment/{DEPLOYMENT}",
-        f"--namespace={NAMESPACE}",
-        f"--replicas={replicas}",
-    )
-
-
-def wait_pods_deleted_argv(kubectl: str, kubeconfig: Path, timeout: int = 120) -> list[str]:
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "wait",
-        "--for=delete",
-        "pod",
-        f"--selector={CONTROLLER_SELECTOR}",
-        f"--namespace={NAMESPACE}",
-        f"--timeout={timeout}s",
-    )
-
-
-def logs_argv(kubectl: str, kubeconfig: Path, *, previous: bool = False) -> list[str]:
-    return kubectl_argv(
-        kubectl,
-        kubeconfig,
-        "logs",
-        f"deployment/{DEPLOYMENT}",
-        f"--namespace={NAMESPACE}",
-        "--all-containers",
-        "--timestamps",
-        *(["--previous"] if previous else []),
-    )
-
-
-def uninstall_argvs(kubectl: str, kubeconfig: Path) -> list[list[str]]:
-    """Delete what the controller's manifests create, except the CRDs (and so users' data).
-
-    The APIService goes first: an APIService whose server is gone makes discovery fail for
-    every client until it is deleted.
-    """
-    delete = ("delete", "--ignore-not-found", "--wait=false")
-    return [
-        kubectl_argv(kubectl, kubeconfig, *delete, f"apiservice/{API_SERVICE}"),
-        kubectl_argv(
-            kubectl,
-            kubeconfig,
-            *delete,
-            "clusterrolebinding/convoy-controller",
-            "clusterrolebinding/convoy-controller-targets",
-            "clusterrolebinding/convoy-controller:system:auth-delegator",
-            "clusterrole/convoy-controller",
-            "clusterrole/convoy-controller-targets",
-            "clusterrole/convoy-controller-targets-default",
-        ),
-        kubectl_argv(
-            kubectl,
-            kubeconfig,
-            *delete,
-            "--namespace=kube-system",
-            "rolebinding/convoy-controller:extension-apiserver-authentication-reader",
-        ),
-        kubectl_argv(kubectl, kubeconfig, *delete, f"namespace/{NAMESPACE}"),
-    ]
-
-
-def diagnostics_commands(
-    kubectl: str,
-    kubeconfig: Path,
-    *,
-    kind: str | None,
-    cluster: str | None,
-    directory: Path,
-    namespace: str = NAMESPACE,
-    selector: str = CONTROLLER_SELECTOR,
-) -> list[tuple[str | None, list[str]]]:
-    """(file name or None, argv) of everything worth reading after a failure.
-
-    None: the command writes its own output (kind export logs writes a directory).
-    """
-    k = lambda *args: kubectl_argv(kubectl, kubeconfig, *args)  # noqa: E731
-    commands: list[tuple[str | None, list[str]]] = []
-    if kind and cluster:
-        commands.append((None, kind_export_logs_argv(kind, cluster, directory / "kind-logs")))
-    commands += [
-        (
-            "controller.log",
-            k(
-                "logs",
-                f"--namespace={namespace}",
-                f"--selector={selector}",
-                "--all-containers",
-                "--timestamps",
-                "--prefix",
-                "--tail=-1",
-            ),
-        ),
-        (
-            "controller-previous.log",
-            k(
-                "logs",
-                f"--namespace={namespace}",
-                f"--selector={selector}",
-                "--all-containers",
-                "--timestamps",
-                "--prefix",
-                "--previous",
-                "--tail=-1",
-            ),
-        ),
-        (
-            "events.txt",
-            k("get", "events", "--all-namespaces", "--sort-by=.lastTimestamp", "-o", "wide"),
-        ),
-        ("pods.txt", k("get", "pods", "--all-namespaces", "-o", "wide")),
-        (
-            "describe-controller.txt",
-            k(
-                "describe",
-                "deployments,replicasets,pods,services,endpointslices",
-                f"--namespace={namespace}",
-            ),
-        ),
-        ("apiservices.yaml", k("get", "apiservices", "-o", "yaml")),
-        ("crds.txt", k("get", "customresourcedefinitions", "-o", "wide")),
-        ("nodes.txt", k("describe", "nodes")),
-    ]
-    return commands
 
 
 # -- versions of the args --------------------------------------------------------------------
@@ -617,7 +389,7 @@ class Installer:
 @dataclass
 class InClusterController:
     """The reference controller as a Deployment: what the suite's `controller` fixture uses on
-    kind. Same methods as conformance.controllers.HostController (start, stop, restart, check,
+    kind. Same methods as conformance.install.host.HostController (start, stop, restart, check,
     logs), so the tests that restart the controller work on kind too."""
 
     installer: Installer
@@ -714,74 +486,3 @@ class InClusterController:
         kubeconfig = self.installer.kubeconfig
         with api_client(kubeconfig, kubeconfig.parent) as api:
             return {"installedBy": "the suite", **describe_deployment(api, NAMESPACE, DEPLOYMENT)}
-
-
-# -- command line ------------------------------------------------------------------------------
-
-
-def _installer(args: argparse.Namespace, kubeconfig_dir: Path) -> Installer:
-    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else kubeconfig_dir / "kubeconfig"
-    if not args.kubeconfig:
-        proc = run_command(kind_export_kubeconfig_argv(args.kind, args.cluster_name, kubeconfig))
-        if proc.returncode != 0:
-            raise InstallError(f"kind export kubeconfig failed: {proc.stderr.strip()}")
-    return Installer(
-        kubectl=args.kubectl,
-        kubeconfig=kubeconfig,
-        kind=args.kind,
-        cluster=args.cluster_name,
-        diagnostics_dir=Path(args.out),
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.install_kind",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (
-        ("install", "build, load, apply and wait for the reference controller"),
-        ("diagnostics", "collect kind's logs, the controller's logs and events"),
-        ("uninstall", "delete the controller's objects (not the CRDs)"),
-    ):
-        sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("--cluster-name", default="pytest-kind", help="the kind cluster")
-        sub.add_argument("--kind", default="kind", help="the kind binary")
-        sub.add_argument("--kubectl", default="kubectl", help="the kubectl binary")
-        sub.add_argument("--kubeconfig", help="default: exported from kind for --cluster-name")
-        sub.add_argument("--out", default="reports/diagnostics", help="diagnostics directory")
-        if name == "install":
-            sub.add_argument(
-                "--resync", default=None, help="the controller's --resync (default: the manifest's)"
-            )
-            sub.add_argument("--image", default=None, help="image name:tag (default: a unique tag)")
-        if name == "diagnostics":
-            sub.add_argument("--namespace", default=NAMESPACE, help="the controller's namespace")
-            sub.add_argument(
-                "--selector", default=CONTROLLER_SELECTOR, help="the controller pods' labels"
-            )
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="convoy-kubeconfig-") as tmp:
-        try:
-            installer = _installer(args, Path(tmp))
-            if args.command == "install":
-                image = installer.install(image=args.image, resync=args.resync)
-                print(f"installed the reference controller ({image})")
-            elif args.command == "uninstall":
-                installer.uninstall()
-            else:
-                where = installer.collect_diagnostics(
-                    namespace=args.namespace, selector=args.selector
-                )
-                print(f"diagnostics in {where}")
-        except InstallError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -19,9 +19,9 @@ import yaml
 from kubernetes import client
 
 from conformance.kube import dynamic_api, read_or_none
+from conformance.observe.witness import Attempt, Recorder, WitnessTimeout
 from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
-from conformance.witness import Attempt, Recorder, WitnessTimeout
 from convoyapi import API_VERSION, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 #: A well-formed renderRef that no render has: a pin to it holds every render.

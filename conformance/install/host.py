@@ -20,12 +20,13 @@ from typing import Any, Protocol
 import yaml
 from kubernetes import client
 
-from conformance import manifests, resources
+from conformance import resources
 from conformance.clusters.base import Outage
 from conformance.clusters.ports import reserve_port
 from conformance.clusters.processes import ChildDied, ManagedProcess
+from conformance.install import manifests
+from conformance.install.subresources import LocalSubresourceAPI
 from conformance.polling import poll_until, wait_http_ok
-from conformance.subresource_install import LocalSubresourceAPI
 
 READY_TIMEOUT = 30.0
 #: The reference controller's identity and rights as its Deployment has them (its manifests).

@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from conformance.kube import RawResponse, raw_request
-from conformance.releases import App
+from conformance.observe.releases import App
 from convoyapi import API_VERSION, SUBRESOURCE_GROUP_VERSION
 
 Obj = dict[str, Any]

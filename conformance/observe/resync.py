@@ -17,9 +17,9 @@ from typing import Any
 from kubernetes import client
 
 from conformance.namespaces import RUN_LABEL, delete_namespace
-from conformance.releases import App, Releases
+from conformance.observe.releases import App, Releases
+from conformance.observe.witness import Witness, WitnessTimeout
 from conformance.timing import Timing
-from conformance.witness import Witness, WitnessTimeout
 
 log = logging.getLogger("conformance")
 
