@@ -23,7 +23,7 @@ KIND_WORKERS ?= 4
 KIND_REPORT := reports/kind
 KINDHOST := $(BIN)/python -P -m conformance.kindhost
 
-.PHONY: conformance certify test test-kind kindhost-packages lint binaries mutants soak
+.PHONY: conformance certify test test-kind kindhost-packages browser-packages lint binaries mutants soak
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff format --check .
 
 # The kill run's baseline is the whole suite on the reference controller.
-test: lint binaries
+test: lint binaries browser-packages
 	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not mutation and not kindhost" $(ARGS)
 	$(MAKE) test-kind
 	$(BIN)/pytest tests/mutation $(TEST_CLUSTER) -m mutation -s $(ARGS)
@@ -57,6 +57,12 @@ kindhost-packages:
 	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	   apt-get install -y -qq --no-install-recommends docker.io debootstrap)
+
+# tests/report renders the report page in a real headless browser: Debian's Chromium.
+browser-packages:
+	@command -v chromium >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	   apt-get install -y -qq --no-install-recommends chromium)
 
 # The engine goes down again whatever the tests did; its images stay cached in ~/.cache.
 test-kind: binaries $(if $(filter own,$(KIND_ENGINE)),kindhost-packages)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import catalog, provenance
+from conformance import catalog, charts, measurements, provenance
 from conformance.session import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
@@ -44,6 +44,8 @@ class TestResult:
     state: str = "passed"
     message: str = ""
     phase: str | None = None
+    #: what the test measured against the document's delays and periods (conformance.measurements)
+    measurements: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def entry(self) -> dict[str, Any]:
         """As the report lists it, so that a later phase can carry it on."""
@@ -53,6 +55,7 @@ class TestResult:
             "result": self.state,
             "phase": self.phase,
             **({"message": self.message} if self.message else {}),
+            **({"measurements": self.measurements} if self.measurements else {}),
         }
 
 
@@ -79,6 +82,7 @@ class ReportPlugin:
                     test["result"],
                     test.get("message", ""),
                     test.get("phase"),
+                    test.get("measurements") or [],
                 )
 
     # -- collecting --------------------------------------------------------------------------
@@ -86,6 +90,16 @@ class ReportPlugin:
         """Tag each test with its clauses; the tag travels in reports, also from xdist workers."""
         for item in items:
             item.user_properties.append((CLAUSES_PROPERTY, " ".join(catalog.clauses_of(item))))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        """What the test measures goes into its call report (and so from xdist workers too)."""
+        with measurements.recording() as recorded:
+            try:
+                return (yield)
+            finally:
+                if recorded:
+                    item.user_properties.append(measurements.as_property(recorded))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
@@ -96,6 +110,8 @@ class ReportPlugin:
         if result is None or result.phase != self.phase:  # a test the previous phase skipped
             result = TestResult(report.nodeid, clauses, phase=self.phase)
             self.results[report.nodeid] = result
+        if report.when == "call":
+            result.measurements = measurements.from_properties(report.user_properties)
         state = _state(report)
         if state != "passed" and result.state == "passed":
             result.state, result.message = state, _message(report)
@@ -331,6 +347,36 @@ def _clause_html(clause: dict[str, Any]) -> str:
     )
 
 
+def _charts_html(report: dict[str, Any]) -> str:
+    """Per rule, each of its tests that measured delays or periods, charted."""
+    e = html.escape
+    measured = {t["name"]: t["measurements"] for t in report["tests"] if t.get("measurements")}
+    sections = []
+    for rule in report["rules"]:
+        names = dict.fromkeys(
+            t["name"] for c in rule["clauses"] for t in c["tests"] if t["name"] in measured
+        )
+        figures = "".join(
+            f"<figure><figcaption><code>{e(name)}</code></figcaption>"
+            + "".join(charts.chart_svg(m) for m in measured[name])
+            + "</figure>"
+            for name in names
+        )
+        if figures:
+            sections.append(
+                f"<section class='timing-rule' id='chart-{e(rule['id'])}'>"
+                f"<h3>{e(rule['id'])}: {e(rule['statement'])}</h3>{figures}</section>"
+            )
+    if not sections:
+        return ""
+    return (
+        "<h2>Measured timing</h2><p>Each delay or period the suite measured, against the "
+        "document's value and the band the run's tolerances accept.</p>"
+        + charts.legend_svg()
+        + "".join(sections)
+    )
+
+
 def render_html(report: dict[str, Any]) -> str:
     """One self-contained page: the verdict first, then every rule and clause by section."""
     e = html.escape
@@ -360,7 +406,8 @@ def render_html(report: dict[str, Any]) -> str:
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:70em}}
 table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.4em;
 text-align:left;vertical-align:top}}th{{background:#f6f8fa}}pre{{white-space:pre-wrap;
-background:#f6f8fa;padding:.5em}}.verdict{{font-size:1.4em;font-weight:bold;color:
+background:#f6f8fa;padding:.5em}}figure{{margin:1em 0}}figcaption{{font-size:.85em}}
+.verdict{{font-size:1.4em;font-weight:bold;color:
 {"#1a7f37" if report["certifying"] else "#cf222e"}}}</style></head><body>
 <h1>convoy conformance report</h1>
 <p class="verdict">{e(verdict)}</p>
@@ -372,6 +419,7 @@ Kubernetes {e(str(report["environment"].get("kubernetesVersion", "?")))} on
 <p>Rules: {e(summary)}. Clauses: {e(clause_summary)}. Phases: {e(phases)}.</p>
 {f"<h2>Why this run does not certify</h2><ul>{reasons}</ul>" if reasons else ""}
 <h2>Rules and their clauses</h2><table>{"".join(rows)}</table>
+{_charts_html(report)}
 <h2>Timing (seconds)</h2><table>{timing}</table>
 </body></html>
 """

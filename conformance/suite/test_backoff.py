@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conformance import measurements
 from conformance.install.host import ControllerUnderTest
 from conformance.marks import case
 from conformance.observe import subresources, widgets
@@ -102,7 +103,7 @@ class Ladder:
                     timeout=max(times[-1] + limit - recorder.mark(), 0.0),
                 )
             except WitnessTimeout as missing:
-                table = self.table(what, expected, gaps_of(times))
+                table = self.measured(what, expected, gaps_of(times))
                 raise AssertionError(
                     f"retry {len(times)} did not come within {limit:.3f} s of the attempt "
                     f"before it (delay {delay:g} s + slack)\n{table}\n{missing}"
@@ -110,7 +111,7 @@ class Ladder:
             times.append(attempts[len(times)].at)
         self.last_attempt = times[-1]
         gaps = gaps_of(times)
-        table = self.table(what, expected, gaps)
+        table = self.measured(what, expected, gaps)
         print(table)
         assert self.fits(gaps, expected), f"retry delays off the rule\n{table}"
         return gaps
@@ -130,6 +131,11 @@ class Ladder:
         return len(gaps) == len(expected) and all(
             self.timing.fits(gap, delay, latency) for gap, delay in zip(gaps, expected, strict=True)
         )
+
+    def measured(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
+        """Keep the ladder for the report's chart; its table."""
+        measurements.record(what, self.timing, expected, gaps, self.latency)
+        return self.table(what, expected, gaps)
 
     def table(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
         latency = self.latency
@@ -258,7 +264,7 @@ def test_each_release_counts_its_own_failures(
     for ladder in (first, second):
         attempts = ladder.app.wait_attempts(len(expected) + 1, since=since, timeout=total)
         gaps = gaps_of([a.at for a in attempts[: len(expected) + 1]])
-        print(ladder.table(f"{ladder.app.name}, beside the other", expected, gaps))
+        print(ladder.measured(f"{ladder.app.name}, beside the other", expected, gaps))
         if not ladder.fits(gaps, expected):
             wrong.append(ladder.table(ladder.app.name, expected, gaps))
     assert not wrong, "a Release's retries followed another's failures:\n" + "\n".join(wrong)

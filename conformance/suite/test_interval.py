@@ -15,6 +15,7 @@ from datetime import datetime
 
 import pytest
 
+from conformance import measurements
 from conformance.marks import case
 from conformance.observe import widgets
 from conformance.observe.releases import POLL, App, Releases, not_by_suite, parse_time
@@ -38,6 +39,13 @@ def ticks_note(resync_clock: ResyncClock, start: float, end: float) -> str:
     if not inside:
         return ""
     return f"; NOTE: resync tick(s) at {', '.join(f'+{t:.2f} s' for t in inside)} fell inside"
+
+
+def record(
+    what: str, timing: Timing, period: float, gaps: list[float], latency: float = 0.0
+) -> list[measurements.Point]:
+    """Every gap against the one period it should be."""
+    return measurements.record(what, timing, [period] * len(gaps), gaps, latency)
 
 
 def periods_of(interval: float) -> int:
@@ -74,10 +82,11 @@ def test_each_automatic_release_is_applied_every_interval_of_its_own(
             f" s (reconcile time {latency:.3f} s; accepted {accepted})"
         )
         note = ticks_note(resync_clock, start, attempts[-1].at)
+        points = record(f"interval {written}: apply attempts", timing, interval, gaps, latency)
         wrong += [
-            f"interval {written}: {gap:.3f} s apart, not {accepted}{note}"
-            for gap in gaps
-            if not timing.fits(gap, interval, latency)
+            f"interval {written}: {p.measured:.3f} s apart, not {accepted}{note}"
+            for p in points
+            if not p.ok
         ]
     assert not wrong, "; ".join(wrong)
 
@@ -175,7 +184,8 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
         f"{', '.join(f'{p:.2f}' for p in periods) or 'none'} s apart "
         f"(--resync {controller_resync:g} s)"
     )
-    off = [p for p in periods if not timing.fits(p, controller_resync)]
+    points = record("resync sentinel (interval unset)", timing, controller_resync, periods)
+    off = [p.measured for p in points if not p.ok]
     assert not off, (
         f"the resync sentinel, a Release without interval, was reconciled {off} s apart, not "
         f"once per resync period ({controller_resync:g} s)"
@@ -236,7 +246,8 @@ def test_the_observer_checks_drift_on_the_release_interval(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "
         f"accepted {timing.band_text(interval)})"
     )
-    assert all(timing.fits(gap, interval) for gap in gaps), gaps
+    points = record(f"drift checks, interval {written}", timing, interval, gaps)
+    assert all(p.ok for p in points), gaps
 
 
 @pytest.mark.clause("INT-2.no-interval")

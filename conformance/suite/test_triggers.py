@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from conformance import measurements
 from conformance.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
@@ -167,6 +168,7 @@ def resync_period(app: App, timing: Timing, period: float) -> float:
     created = app.attempts(dry_run=False)[-1].at
     ticks = [a.at for a in app.wait_attempts(count=3, timeout=2 * period + timing.slack(period))]
     gap = ticks[2] - ticks[1]
+    measurements.record("resync period", timing, [period], [gap])
     print(
         f"resync ticks {ticks[1] - created:.2f} s and {ticks[2] - created:.2f} s after "
         f"creation: period {gap:.2f} s (expected {period:g} s, accepted "
