@@ -28,9 +28,14 @@ def breakdown(matrix: dict[str, Any], parallel: int) -> dict[str, Any]:
         "variants": matrix["variants"],
         "mutants": matrix["mutants"],
     }
+    everything = [run for found in runs.values() for run in found]
+    if "cpus" not in matrix or any("cpu_seconds" not in run for run in everything):
+        raise SystemExit(
+            "this matrix.json has no CPU seconds (a kill run older than its CPU accounting): "
+            "run the kill run again"
+        )
     seconds = {kind: round(sum(r["seconds"] for r in found)) for kind, found in runs.items()}
     cpu = {kind: round(sum(r["cpu_seconds"] for r in found)) for kind, found in runs.items()}
-    everything = [run for found in runs.values() for run in found]
     longest = sorted(everything, key=lambda r: r["seconds"], reverse=True)[:LONGEST]
     mutants = matrix["mutants"]
     return {

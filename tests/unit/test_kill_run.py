@@ -6,6 +6,9 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
+from benchmarks.kill_run_time import breakdown
 from conformance.mutation import MESSAGE_CHARS, jobs, read_junit, run_counting_cpu
 from mutants import load
 
@@ -65,3 +68,13 @@ def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) 
     with (tmp_path / "run.log").open("w") as log:
         cpu = run_counting_cpu([sys.executable, "-c", parent], log, dict(os.environ))
     assert 0.5 <= cpu < 5, cpu
+
+
+def test_the_benchmark_says_where_the_time_went_and_refuses_a_matrix_without_cpu_seconds() -> None:
+    run = {"name": "m", "seconds": 10.0, "cpu_seconds": 4.0}
+    matrix = {"seconds": 20.0, "cpus": 2, "baseline": run, "variants": [run], "mutants": [run]}
+    figures = breakdown(matrix, parallel=2)
+    assert figures["poolBusy"] == 0.75 and figures["cpuBusy"] == 0.3
+    old = {**matrix, "mutants": [{"name": "m", "seconds": 10.0}]}
+    with pytest.raises(SystemExit, match="no CPU seconds"):
+        breakdown(old, parallel=2)
