@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
+from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from conformance.install.host import HostController
@@ -295,6 +296,18 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         driver.step("restart", lambda m: m.restart(), driver.world.controller.restart)
 
 
+def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
+    """A sequence failed, and replaying it for shrinking did not fail the same way: time is
+    real, so what a step sees can hang on when a resync tick came. The first failure is the
+    finding; hypothesis' own message says how the replay differed."""
+    failures = [e for e in flaky.exceptions if isinstance(e, AssertionError)]
+    first = failures[0] if failures else flaky.exceptions[0]
+    return (
+        f"{first}\n(not shrunk: its replay went otherwise, since what a step sees depends on "
+        f"real time; hypothesis said: {flaky})"
+    )
+
+
 def request_time(model: ReleaseModel, offset: float | None) -> datetime:
     """A request `offset` seconds from the last handled second (+0.4 s); now without one."""
     base = model.last_handled_sync
@@ -319,13 +332,16 @@ def test_generated_sequences_match_the_model(
         f"CONVOY_MODEL_SEED={chosen} pytest tests/model"
     )
     SyncPolicyMachine.world = World(releases, controller, resync_clock, timing)
-    run_state_machine_as_test(
-        seed(chosen)(SyncPolicyMachine),
-        settings=settings(
-            **profile,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        ),
-    )
+    try:
+        run_state_machine_as_test(
+            seed(chosen)(SyncPolicyMachine),
+            settings=settings(
+                **profile,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except FlakyFailure as replayed_otherwise:
+        pytest.fail(without_a_shrunk_replay(replayed_otherwise))
     print(f"model-based: {SyncPolicyMachine.world.created} sequences, profile {profile}")
