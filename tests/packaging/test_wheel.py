@@ -25,6 +25,8 @@ TESTS = (
     "test_automatic_true_applies_on_creation",
     "test_post_sync_writes_the_current_time_on_the_named_release",
 )
+_REPORT = "conformance-report.yaml"
+_PRINT_DIGEST = "from conformance.provenance import suite_digest; print(suite_digest())"
 
 
 def run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -110,7 +112,3 @@ def test_the_installed_kit_runs_suite_tests_and_checks_their_report(
     assert all(f"{_REPORT}: rules[" in line for line in problems), [
         line for line in problems if f"{_REPORT}: rules[" not in line
     ]
-
-
-_REPORT = "conformance-report.yaml"
-_PRINT_DIGEST = "from conformance.provenance import suite_digest; print(suite_digest())"
