@@ -25,6 +25,7 @@ from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
 from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key
+from convoy.keylocks import KeyLocks
 from convoy.observer import Observer
 from convoy.reconciler import Context, Reconciler, Result
 from convoy.renders import RenderMemory
@@ -70,6 +71,7 @@ class Controller:
         )
         core, targets = client.CoreV1Api(api_client), Targets(api_client)
         renders, hooks = RenderMemory(), Hooks(self._clock)
+        self._key_locks = KeyLocks()
         self.observer = Observer(
             releases=self._releases,
             inventories=inventories,
@@ -81,6 +83,7 @@ class Controller:
             clock=self._clock,
             renders=renders,
             hooks=hooks,
+            key_locks=self._key_locks,
         )
         context = Context(
             same_cluster=self.same_cluster,
@@ -157,12 +160,13 @@ class Controller:
         with self._why_lock:
             why = sorted(self._why.pop(key, set())) or ["requeue"]
         namespace, name = key.split("/", 1)
-        release = self._get(namespace, name)
-        if release is None:
-            self.queue.forget(key)
-            return
-        result = self._reconciler.reconcile(release)
-        self._write_status(release, result.status)
+        with self._key_locks.held(key):  # no observation of it until its status is written
+            release = self._get(namespace, name)
+            if release is None:
+                self.queue.forget(key)
+                return
+            result = self._reconciler.reconcile(release)
+            self._write_status(release, result.status)
         self._outcomes[result.outcome.reason.value] += 1
         requeue = self._requeue(key, result)
         outcome = result.outcome

@@ -32,6 +32,7 @@ from convoy.clock import Clock
 from convoy.health import Health
 from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key
+from convoy.keylocks import KeyLocks
 from convoy.policy import SpecError, SyncPolicy
 from convoy.reconciler import render_release
 from convoy.render import Obj, RenderError
@@ -78,6 +79,7 @@ class Observer:
         clock: Clock,
         renders: RenderMemory,
         hooks: Hooks,
+        key_locks: KeyLocks,
     ) -> None:
         self._releases = releases
         self._inventories = inventories
@@ -89,6 +91,7 @@ class Observer:
         self._clock = clock
         self._renders = renders
         self._hooks = hooks
+        self._key_locks = key_locks
         self.queue: WorkQueue[str] = WorkQueue(clock)
         self._lock = threading.Lock()
         self._tracked: set[str] = set()
@@ -96,6 +99,8 @@ class Observer:
         self._consumed: dict[str, str] = {}
         #: the render whose first Healthy assessment was announced with a /sync
         self._announced: dict[str, str] = {}
+        #: the render a reconcile last assessed as it applied it (`assess_now`)
+        self._assessed: dict[str, str | None] = {}
         #: monotonic time of the last drift check
         self._drift_checked: dict[str, float] = {}
 
@@ -161,6 +166,7 @@ class Observer:
         old = self._inventory_cache.get(key)
         assessed = self._assess(status, target)
         with self._lock:
+            self._assessed[key] = assessed["renderRef"]
             self._consumed[key] = fingerprint(assessed)
             if assessed["health"] == Health.HEALTHY:
                 self._announced[key] = assessed["renderRef"]
@@ -173,9 +179,29 @@ class Observer:
     # -- one observation -----------------------------------------------------------------------
     def _observe(self, key: str) -> float | None:
         """Observe one Release; returns the seconds until the next observation, None if gone."""
-        release = self._release_cache.get(key)
-        if release is None:
+        with self._key_locks.held(key):  # never halfway through a reconcile of it
+            release = self._current(key)
+            return None if release is None else self._observe_release(key, release)
+
+    def _current(self, key: str) -> Obj | None:
+        """The Release from the cache, unless the cache lags behind the status write of the
+        reconcile that last applied a render (its render is not the applied one there yet):
+        then from the API server."""
+        cached = self._release_cache.get(key)
+        with self._lock:
+            assessed = self._assessed.get(key)
+        if cached is None or assessed in (None, _applied_ref(cached)):
+            return cached
+        namespace, name = key.split("/", 1)
+        try:
+            fresh = self._releases.get(namespace=namespace, name=name).to_dict()
+        except dynamic.exceptions.NotFoundError:
             return None
+        with self._lock:  # what the API server says is applied (its status write may have failed)
+            self._assessed[key] = _applied_ref(fresh)
+        return fresh
+
+    def _observe_release(self, key: str, release: Obj) -> float:
         try:
             target = self._targets.for_release(release)
         except TargetError as error:
@@ -325,6 +351,7 @@ class Observer:
             self._tracked.discard(key)
             self._consumed.pop(key, None)
             self._announced.pop(key, None)
+            self._assessed.pop(key, None)
             self._drift_checked.pop(key, None)
 
 

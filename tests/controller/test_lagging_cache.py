@@ -1,0 +1,140 @@
+"""The reference controller when its Release cache lags behind the API server.
+
+A busy API server delivers watch events late. Between a reconcile's apply and the moment the
+cache shows the status write that names the new render, the cache still names the old render
+as applied. An observer that trusted it would take the old render for a new one turning
+Healthy, and announce it with a /sync: in manual mode a request, which applies whatever the
+render is by then. Here the controller runs in this process on a control plane of its own (no
+other controller there), with every Release watch event delivered a second late.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from conformance import resources
+from conformance.clusters import binaries
+from conformance.clusters.local import LocalControlPlane
+from conformance.install import manifests
+from conformance.kube import dynamic_api
+from conformance.observe.releases import content_object, parse_time, rfc3339, same_second
+from conformance.polling import poll_until, quiet_period
+from convoy.controller import Controller
+from convoy.observer import PERIOD
+from convoyapi import API_VERSION, SYNC_REQUESTED_AT
+
+Obj = dict[str, Any]
+NAMESPACE = "lagging"
+#: How late each Release watch event reaches the controller's cache.
+LAG = 1.0
+DEADLINE = 30.0
+
+
+@pytest.fixture
+def api() -> Iterator[client.ApiClient]:
+    plane = LocalControlPlane(binaries.resolve())
+    try:
+        with plane.start().api_client() as api_client:
+            manifests.apply(api_client, manifests.load(resources.CRDS))
+            client.CoreV1Api(api_client).create_namespace({"metadata": {"name": NAMESPACE}})
+            yield api_client
+    finally:
+        plane.stop()
+
+
+@pytest.fixture
+def lagging_controller(api: client.ApiClient) -> Iterator[Controller]:
+    controller = Controller(api, resync=120.0, workers=1)
+    deliver = controller.informer._deliver  # the watch's hand-over to the cache
+
+    def late(*args: Any) -> None:
+        time.sleep(LAG)
+        deliver(*args)
+
+    controller.informer._deliver = late  # type: ignore[method-assign]
+    controller.start()
+    yield controller
+    controller.stop()
+
+
+class Manual:
+    """A manual Release reconciled every second, with its source."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api)
+        self.releases = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
+        self.set_content("v1")
+        spec = {"source": {"name": "src"}, "syncPolicy": {"interval": "1s"}}
+        body = {"apiVersion": API_VERSION, "kind": "Release", "metadata": {"name": "web"}}
+        self.releases.create(body={**body, "spec": spec}, namespace=NAMESPACE)
+
+    def set_content(self, content: str) -> None:
+        text = yaml.safe_dump(content_object("web-content", content))
+        body = {"metadata": {"name": "src"}, "data": {"manifests.yaml": text}}
+        try:
+            self.core.replace_namespaced_config_map("src", NAMESPACE, body)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+            self.core.create_namespaced_config_map(NAMESPACE, body)
+
+    def get(self) -> Obj:
+        return self.releases.get(name="web", namespace=NAMESPACE).to_dict()
+
+    def request(self) -> str:
+        written = rfc3339(datetime.now(UTC))
+        body = {"metadata": {"annotations": {SYNC_REQUESTED_AT: written}}}
+        self.releases.patch(
+            name="web", namespace=NAMESPACE, body=body, content_type="application/merge-patch+json"
+        )
+        return written
+
+    def content(self) -> str | None:
+        try:
+            found = self.core.read_namespaced_config_map("web-content", NAMESPACE)
+        except client.ApiException:
+            return None
+        return (found.data or {}).get("content")
+
+    def handled(self, request: str) -> bool:
+        """Is lastHandledSyncAt the second of `request`?"""
+        handled = (self.get().get("status") or {}).get("lastHandledSyncAt")
+        return bool(handled) and same_second(parse_time(handled), parse_time(request))
+
+    def requested(self) -> str | None:
+        return (self.get()["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
+
+    def wait(self, holds: Callable[[], bool], what: str) -> None:
+        poll_until(
+            lambda: holds() or None,
+            timeout=DEADLINE,
+            step=0.1,
+            failure=lambda: AssertionError(f"no {what} after {DEADLINE:g} s: {self.get()}"),
+        )
+
+
+def test_a_lagging_cache_brings_no_sync_for_a_render_applied_before(
+    api: client.ApiClient, lagging_controller: Controller
+) -> None:
+    """v2 applied on request; v3 written: nothing may apply it, and nothing may request it."""
+    release = Manual(api)
+    for content in ("v1", "v2"):
+        release.set_content(content)
+        written = release.request()
+        release.wait(lambda c=content: release.content() == c, f"{content} applied")
+        release.wait(lambda w=written: release.handled(w), f"the request of {written} handled")
+    release.set_content("v3")
+
+    def nothing_new() -> None:
+        # Each render was Healthy at its apply: no /sync but the test's.
+        assert release.requested() == written, "a /sync nobody but the test may send"
+        assert release.content() == "v2", "v3 applied without a request"
+
+    quiet_period(nothing_new, seconds=3 * PERIOD + LAG, step=0.2)
