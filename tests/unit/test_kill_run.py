@@ -1,15 +1,18 @@
-"""How the kill run reads a pytest run's JUnit file."""
+"""How the kill run reads a pytest run's JUnit file, and in what order it runs them."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.kill_run_time import breakdown
-from conformance.mutation import MESSAGE_CHARS, jobs, read_junit, run_counting_cpu
+from conformance import mutation
+from conformance.cli import SUITE_DIR
+from conformance.mutation import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
 from mutants import load
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -78,3 +81,23 @@ def test_the_benchmark_says_where_the_time_went_and_refuses_a_matrix_without_cpu
     old = {**matrix, "mutants": [{"name": "m", "seconds": 10.0}]}
     with pytest.raises(SystemExit, match="no CPU seconds"):
         breakdown(old, parallel=2)
+
+
+def test_the_mutants_start_when_the_runs_that_must_pass_have_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Their control planes' starts would load the machine under the timing tests."""
+    loaded = load()
+    chosen = [loaded["sub-second-comparison"], loaded["one-worker"], loaded["slower-reconcile"]]
+    spans: dict[str, tuple[float, float]] = {}
+
+    def run_selection(name: str, *_: object) -> Outcome:
+        started = time.monotonic()
+        time.sleep(0.2 if name == "slower-reconcile" else 0.05)
+        spans[name] = (started, time.monotonic())
+        return Outcome(name)
+
+    monkeypatch.setattr(mutation, "run_selection", run_selection)
+    mutation.kill_run(chosen, SUITE_DIR, Path("work"), [], 4, 2, lambda _: None)
+    must_pass_ended = max(spans[n][1] for n in ("baseline", "one-worker", "slower-reconcile"))
+    assert spans["sub-second-comparison"][0] >= must_pass_ended
