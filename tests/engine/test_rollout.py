@@ -6,6 +6,10 @@ from conformance.observe.releases import App, condition, parse_time
 from tests.engine.conftest import SETTLE, Engine, healthy, widget
 
 AUTOMATIC = {"automatic": True}
+#: The rollback tests' healthTimeout: their first render turns Healthy at once, and the
+#: observer's next look at it may come a whole period (2 s) after the apply that started the
+#: rollout; their second render never does, and its rollout is to time out soon.
+ROLLBACK_HEALTH_TIMEOUT = "4s"
 
 
 def rollout_of(release: dict) -> dict:
@@ -30,13 +34,13 @@ def wait_new_rollout(app: App, after: dict) -> dict:
     return rollout_of(release)
 
 
-def healthy_rollback_release(engine: Engine, health_timeout: str) -> tuple[App, str]:
+def healthy_rollback_release(engine: Engine) -> tuple[App, str]:
     """A Release with failurePolicy Rollback whose first render rolled out; and that render."""
     app = engine.app(
         "web",
         extra=[widget("w")],
         sync_policy=AUTOMATIC,
-        failurePolicy={"healthTimeout": health_timeout, "action": "Rollback"},
+        failurePolicy={"healthTimeout": ROLLBACK_HEALTH_TIMEOUT, "action": "Rollback"},
     )
     engine.wait_inventory("web", lambda s: s.get("entries"), "an assessment")
     engine.set_widget("w")
@@ -88,7 +92,7 @@ def test_halt_fails_and_a_forced_sync_starts_a_new_rollout(engine: Engine) -> No
 
 
 def test_rollback_applies_the_previous_render_and_holds(engine: Engine) -> None:
-    app, good = healthy_rollback_release(engine, health_timeout="3s")
+    app, good = healthy_rollback_release(engine)
 
     app.set_content("v2", extra=[widget("w"), widget("canary")])
     app.request_sync()
@@ -110,7 +114,7 @@ def test_rollback_applies_the_previous_render_and_holds(engine: Engine) -> None:
 def test_rollback_to_a_render_with_an_empty_spec(engine: Engine) -> None:
     """The previous render has `spec: {}` where the failed one has `spec: {version: 2}`: the
     rollback applies `{}` over fields convoy owned, which kube-apiserver would turn into null."""
-    app, good = healthy_rollback_release(engine, health_timeout="2s")
+    app, good = healthy_rollback_release(engine)
 
     app.set_content("v2", extra=[widget("w", version=2)])
     app.request_sync()
