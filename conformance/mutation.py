@@ -140,8 +140,13 @@ def run_selection(
         cpu = run_counting_cpu(argv, log, env)
     outcome = read_junit(junit, name, time.monotonic() - started)
     outcome.cpu_seconds = round(cpu, 1)
-    outcome.must_pass = mutant is None or mutant.benign
+    outcome.must_pass = must_pass(mutant)
     return outcome
+
+
+def must_pass(mutant: Mutant | None) -> bool:
+    """The baseline (no mutant) and the benign variants must pass; a mutant must be killed."""
+    return mutant is None or mutant.benign
 
 
 def run_counting_cpu(argv: list[str], log: IO[str], env: dict[str, str]) -> float:
@@ -164,8 +169,7 @@ class Job:
 
     @property
     def must_pass(self) -> bool:
-        """The baseline and the benign variants."""
-        return self.mutant is None or self.mutant.benign
+        return must_pass(self.mutant)
 
 
 def jobs(

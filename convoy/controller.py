@@ -24,7 +24,7 @@ from convoy import api
 from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
 from convoy.hooks import Hooks
-from convoy.informer import Event, EventType, Informer, object_key
+from convoy.informer import Event, EventType, Informer, object_key, read_fresh
 from convoy.keylocks import KeyLocks
 from convoy.observer import Observer
 from convoy.reconciler import Context, Reconciler, Result
@@ -159,9 +159,9 @@ class Controller:
     def _process(self, key: str) -> None:
         with self._why_lock:
             why = sorted(self._why.pop(key, set())) or ["requeue"]
-        namespace, name = key.split("/", 1)
         with self._key_locks.held(key):  # no observation of it until its status is written
-            release = self._get(namespace, name)
+            # Fresh: the cache may not have our own last status write yet.
+            release = read_fresh(self._releases, key)
             if release is None:
                 self.queue.forget(key)
                 return
@@ -190,13 +190,6 @@ class Controller:
         lines += ["# TYPE convoy_workqueue_depth gauge"]
         lines += [f"convoy_workqueue_depth {len(self.queue)}"]
         return "\n".join(lines) + "\n"
-
-    def _get(self, namespace: str, name: str) -> Obj | None:
-        """Read fresh from the server: the cache may not have our own last status write yet."""
-        try:
-            return self._releases.get(namespace=namespace, name=name).to_dict()
-        except dynamic.exceptions.NotFoundError:
-            return None
 
     def _write_status(self, release: Obj, status: Obj) -> None:
         if status == (release.get("status") or {}):

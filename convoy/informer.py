@@ -56,6 +56,15 @@ def object_key(obj: Obj) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+def read_fresh(resource: dynamic.Resource, key: str) -> Obj | None:
+    """The object of `key` as the API server has it now, not as a cache does; None if gone."""
+    namespace, name = key.split("/", 1)
+    try:
+        return resource.get(namespace=namespace, name=name).to_dict()
+    except dynamic.exceptions.NotFoundError:
+        return None
+
+
 class Informer:
     """Watches one resource (in one namespace, or all) and calls `handler` for each event."""
 

@@ -31,7 +31,7 @@ from convoy.api import API_VERSION, Annotation
 from convoy.clock import Clock
 from convoy.health import Health
 from convoy.hooks import Hooks
-from convoy.informer import Event, EventType, Informer, object_key
+from convoy.informer import Event, EventType, Informer, object_key, read_fresh
 from convoy.keylocks import KeyLocks
 from convoy.policy import SpecError, SyncPolicy
 from convoy.reconciler import render_release
@@ -192,10 +192,8 @@ class Observer:
             assessed = self._assessed.get(key)
         if cached is None or assessed in (None, _applied_ref(cached)):
             return cached
-        namespace, name = key.split("/", 1)
-        try:
-            fresh = self._releases.get(namespace=namespace, name=name).to_dict()
-        except dynamic.exceptions.NotFoundError:
+        fresh = read_fresh(self._releases, key)
+        if fresh is None:
             return None
         with self._lock:  # what the API server says is applied (its status write may have failed)
             self._assessed[key] = _applied_ref(fresh)
