@@ -137,6 +137,30 @@ class Releases:
         }
         clusters.create(body=body, namespace=self.namespace)
 
+    def delete_all(self) -> None:
+        """Delete the namespace's Releases and wait until they are gone.
+
+        A namespace's deletion leaves its Releases to the namespace controller, which takes
+        seconds. Until then every resync reconciles them too, and the burst outlasts the settle
+        period the next test's quiet slots allow it (ResyncClock.quiet_slot).
+        """
+        group, version = API_VERSION.split("/")
+        client.CustomObjectsApi(self.api).delete_collection_namespaced_custom_object(
+            group, version, self.namespace, self.resource.name
+        )
+        try:
+            poll_until(
+                lambda: not self.resource.get(namespace=self.namespace).items,
+                timeout=self.timing.reconcile,
+                step=POLL,
+                failure=lambda: TimeoutError(
+                    f"Releases in {self.namespace} not gone {self.timing.reconcile:g} s after "
+                    "their deletion (finalizers?): the namespace's deletion removes them later"
+                ),
+            )
+        except TimeoutError as late:
+            log.warning("%s", late)
+
 
 @dataclass
 class App:

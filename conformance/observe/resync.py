@@ -44,7 +44,8 @@ class ResyncClock:
         self.namespace = f"convoy-resync-sentinel-{run_id}"
         self._sentinel: App | None = None
         self._created_at = 0.0
-        # A tick reconciles every Release in the cluster; give the burst time to drain.
+        # A tick reconciles every Release in the cluster; give the burst time to drain. It is
+        # short: the sentinel's and the running tests' (each test's end deletes its own).
         self.settle = timing.settle + timing.slack(0)
 
     def __enter__(self) -> ResyncClock:

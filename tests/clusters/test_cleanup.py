@@ -75,6 +75,38 @@ def test_a_failing_test_still_has_its_namespace_deleted(
     wait_until(lambda: namespace_deleted(core, name), 30, f"namespace {name} to be deleted")
 
 
+RELEASES_THEN_A_LOOK = """
+    from pathlib import Path
+
+    from conformance.kube import dynamic_api
+    from convoyapi import API_VERSION
+
+    def test_creates_a_release(releases):
+        releases.app("web")
+        Path("namespace.txt").write_text(releases.namespace)
+
+    def test_looks_at_its_namespace_next(k8s):
+        release = dynamic_api(k8s).resources.get(api_version=API_VERSION, kind="Release")
+        namespace = Path("namespace.txt").read_text()
+        Path("left.txt").write_text(str(len(release.get(namespace=namespace).items)))
+"""
+
+
+@pytest.mark.parametrize(("policy", "left"), [("never", 0), ("always", 1)])
+def test_a_tests_releases_are_gone_when_the_next_test_starts(
+    tmp_path: Path, policy: str, left: int
+) -> None:
+    """The namespace controller takes seconds to delete a namespace's Releases; until then each
+    resync of the controller would reconcile them beside the next test's. So a test's end
+    deletes them itself, unless --keep-namespaces keeps them for a person to look at."""
+    run = inner_run(
+        tmp_path, RELEASES_THEN_A_LOOK, "--cluster=local", f"--keep-namespaces={policy}"
+    )
+    output, _ = run.communicate(timeout=EXIT_TIMEOUT)
+    assert run.returncode == 0, output
+    assert int((tmp_path / "left.txt").read_text()) == left
+
+
 KEPT_AND_PASSING = (
     """
     from pathlib import Path
