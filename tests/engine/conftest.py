@@ -129,6 +129,18 @@ class Engine:
             if key in line and f"-> {outcome}" in line
         ]
 
+    def wait_reconciles(self, app: App, outcome: str) -> list[str]:
+        """`reconciles`, once there is one: a reconcile is logged just after its status write,
+        which the test may have seen first."""
+        return poll_until(
+            lambda: self.reconciles(app, outcome),
+            timeout=SETTLE,
+            step=0.1,
+            failure=lambda: pytest.fail.Exception(
+                f"no reconcile of {app.name} ending in {outcome} in the controller's log"
+            ),
+        )
+
 
 def wait_for(read: Callable[[], Obj], check: Callable[[Obj], bool], what: str) -> Obj:
     """Poll `read()` until `check` holds on it; fail naming `what` and the last value."""

@@ -113,8 +113,8 @@ def test_a_degraded_hook_is_hook_failed_and_not_retried(engine: Engine) -> None:
     failed = app.wait_applied("False", "HookFailed", SETTLE)
     assert "Widget" in condition(failed)["message"]
     assert app.live_object() is None, "the render was applied after a failed preApply hook"
-    lines = engine.reconciles(app, "HookFailed")
-    assert lines and not any(" retry " in line for line in lines), lines
+    lines = engine.wait_reconciles(app, "HookFailed")
+    assert not any(" retry " in line for line in lines), lines
 
 
 def test_hook_batches_run_in_order_and_each_completed_batch_sends_a_sync(engine: Engine) -> None:
