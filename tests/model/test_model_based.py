@@ -269,14 +269,16 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         """The next `times` applies are refused; a sync asks for one at once."""
         driver = self.driver
         assert driver is not None
-        driver.refusals = times
-        driver.world.releases.recorder.deny(times=times, name=driver.app.object_name, dry_run=False)
         at = request_time(driver.model, None)
-        driver.step(
-            f"refuse({times}) and sync",
-            lambda m: m.request_sync(at),
-            lambda: driver.app.request_sync(at=at),
-        )
+
+        def refuse_and_sync() -> None:
+            # Armed in the step's slot: a resync tick before it must find applies let through.
+            driver.refusals = times
+            recorder = driver.world.releases.recorder
+            recorder.deny(times=times, name=driver.app.object_name, dry_run=False)
+            driver.app.request_sync(at=at)
+
+        driver.step(f"refuse({times}) and sync", lambda m: m.request_sync(at), refuse_and_sync)
 
     @rule()
     def other_annotation(self) -> None:
