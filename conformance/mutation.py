@@ -4,6 +4,9 @@ A mutant is killed when at least one test of its clauses FAILS (an assertion abo
 an error (a fixture or the harness breaking, the controller crashing) is not a kill. The whole
 suite first runs against the unmutated reference controller (the baseline): it must pass, so
 that no kill is false. Each benign variant runs the whole suite too and must pass it.
+
+A mutant runs its clauses' example tests, not the model-based run (minutes, and it names many
+clauses): its power is measured by a kill table of its own, `--tests` its module.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from conformance import catalog
+from conformance import catalog, model_profiles
 from conformance.install.host import MUTANT_VARIABLE
 from conformance.timing import DOCUMENT_RESYNC, LONG_RESYNC
 
@@ -63,7 +66,15 @@ BASELINE = "baseline"
 
 
 def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
-    return sorted({test for clause in clauses for test in tests_by_clause[clause]})
+    """The example tests of `clauses`."""
+    return sorted(
+        {
+            test
+            for clause in clauses
+            for test in tests_by_clause[clause]
+            if not test.endswith(f"::{model_profiles.TEST_NAME}")
+        }
+    )
 
 
 def phase_arguments(mutant: Mutant) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import catalog, timing
+from conformance import catalog, model_profiles, timing
 from conformance.clusters.select import PROVIDERS, Choice
 from conformance.observe import diagnostics
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
@@ -31,6 +31,9 @@ from conformance.turns import STOPS_CONTROLLER
 from conformance.verify import test_key
 
 pytest_plugins = ["conformance.fixtures.cluster", "conformance.fixtures.convoy"]
+
+#: The marker of a test that runs far longer than the others (the model-based run).
+STARTS_FIRST = "starts_first"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +129,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the report of the certifying run's previous phase, carried on into this one",
     )
+    group.addoption(
+        "--model-profile",
+        choices=list(model_profiles.PROFILES),
+        default=None,
+        help="the model-based run's sequences: ci (the same 10 at every run; a development "
+        "run's default), long (40 new ones; a certifying run's default), kill (ci without "
+        "shrinking)",
+    )
+    group.addoption(
+        "--model-seed",
+        type=int,
+        default=None,
+        help="draw the model-based run's sequences from this seed (a run prints its own): "
+        "with the same profile, the same sequences again",
+    )
     for field in IMPLEMENTATION_FIELDS:
         group.addoption(
             f"--implementation-{field}",
@@ -152,6 +170,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{STOPS_CONTROLLER}: stops the controller under test; where xdist workers share the "
         "controller, it runs while no other test does",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{STARTS_FIRST}: takes minutes where the others take seconds; it starts first, so that "
+        "the rest run beside it instead of after it",
     )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):
@@ -197,13 +220,15 @@ TEST_BODY_ONLY = pytest.mark.timeout(func_only=True)
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every clause a test names must be in the catalog (a bare rule ID is not a clause); with
-    --rerun-failed, only the tests the report lists as failed run."""
+    --rerun-failed, only the tests the report lists as failed run; a test marked starts_first
+    comes first (xdist hands out the collection's order)."""
     rerun = config.getoption("rerun_failed")
     if rerun:
         failed = failed_tests(rerun)
         chosen = {item.nodeid: test_key(item.nodeid) in failed for item in items}
         config.hook.pytest_deselected(items=[item for item in items if not chosen[item.nodeid]])
         items[:] = [item for item in items if chosen[item.nodeid]]
+    items.sort(key=lambda item: item.get_closest_marker(STARTS_FIRST) is None)  # stable
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(TEST_BODY_ONLY)

@@ -18,7 +18,7 @@ from conformance.clusters.kind import kind_versions
 
 PACKAGE = Path(__file__).resolve().parent
 #: Besides the tests under suite/: the files whose content is part of the suite's verdict.
-VERDICT_FILES = ("catalog.py", "timing.py")
+VERDICT_FILES = ("catalog.py", "timing.py", "model.py", "model_based.py")
 
 
 def suite_version() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from conformance import catalog, charts, measurements, provenance
+from conformance.model_profiles import CERTIFYING_PROFILE, DEV_PROFILE
 from conformance.session import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
@@ -32,6 +34,8 @@ STATES = ("passed", "failed", "error", "skipped", "not-supported", "not-in-profi
 NOT_SUPPORTED = "not-supported:"
 #: The user property that carries a test's clause IDs (also into JUnit XML).
 CLAUSES_PROPERTY = "convoy_clauses"
+#: The user property that carries the model-based run's profile, seed and counts (JSON).
+MODEL_RUN_PROPERTY = "convoy_model_run"
 #: The phases of a certifying run (`convoy-conformance certify`), in order, with the marker
 #: expression that selects each one's tests.
 PHASES = {"shipped": "not long", "long": "long"}
@@ -46,6 +50,8 @@ class TestResult:
     phase: str | None = None
     #: what the test measured against the document's delays and periods (conformance.measurements)
     measurements: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the model-based run's profile, seed, sequences and steps (conformance.model_based)
+    model_run: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def entry(self) -> dict[str, Any]:
         """As the report lists it, so that a later phase can carry it on."""
@@ -56,6 +62,7 @@ class TestResult:
             "phase": self.phase,
             **({"message": self.message} if self.message else {}),
             **({"measurements": self.measurements} if self.measurements else {}),
+            **({"modelBasedRun": self.model_run} if self.model_run else {}),
         }
 
 
@@ -83,6 +90,7 @@ class ReportPlugin:
                     test.get("message", ""),
                     test.get("phase"),
                     test.get("measurements") or [],
+                    test.get("modelBasedRun") or {},
                 )
 
     # -- collecting --------------------------------------------------------------------------
@@ -112,6 +120,8 @@ class ReportPlugin:
             self.results[report.nodeid] = result
         if report.when == "call":
             result.measurements = measurements.from_properties(report.user_properties)
+            model_run = dict(report.user_properties).get(MODEL_RUN_PROPERTY)
+            result.model_run = json.loads(str(model_run)) if model_run else {}
         state = _state(report)
         if state != "passed" and result.state == "passed":
             result.state, result.message = state, _message(report)
@@ -206,6 +216,7 @@ class ReportPlugin:
             reasons.append(f"a rerun of the tests {option('rerun_failed')} lists as failed")
         if option("keep_namespaces") != "never":
             reasons.append(f"--keep-namespaces={option('keep_namespaces')}: namespaces left")
+        reasons += self.model_run_problems()
         if option("convoy_mutant"):
             reasons.append(f"a mutant of the reference controller ran: {option('convoy_mutant')}")
         missing = [f for f, value in implementation.items() if not value]
@@ -217,6 +228,20 @@ class ReportPlugin:
                     note = f" ({clause['notInProfile']})" if clause.get("notInProfile") else ""
                     reasons.append(f"{clause['id']} {clause['result']}{note}")
         return reasons
+
+    def model_run_problems(self) -> list[str]:
+        """A certifying run's model-based run draws the long profile from a new seed: a seed
+        chosen could be one known to pass."""
+        option = self.config.getoption
+        profile = option("model_profile") or (CERTIFYING_PROFILE if self.phase else DEV_PROFILE)
+        found = []
+        if profile != CERTIFYING_PROFILE:
+            found.append(
+                f"the model-based run drew the {profile} profile, not {CERTIFYING_PROFILE}"
+            )
+        if option("model_seed") is not None:
+            found.append(f"the model-based run replayed seed {option('model_seed')}")
+        return found
 
     def phase_problems(self) -> list[str]:
         """A certifying run is both phases in order, the second carrying on the first."""
@@ -377,6 +402,21 @@ def _charts_html(report: dict[str, Any]) -> str:
     )
 
 
+def _model_runs_html(report: dict[str, Any]) -> str:
+    """The model-based run's sequences: the profile and seed that drew them, and how many."""
+    e = html.escape
+    runs = [t for t in report["tests"] if t.get("modelBasedRun")]
+    items = "".join(
+        f"<li><code>{e(t['name'])}</code>: {e(t['result'])}, profile "
+        f"{e(str(r['profile']))}, seed {e(str(r['seed']))}: {e(str(r['sequences']))} sequences, "
+        f"{e(str(r['steps']))} steps{'' if r['restarts'] else ', no restarts drawn'}. "
+        f"Replay: <code>{e(str(r['replay']))}</code></li>"
+        for t in runs
+        for r in [t["modelBasedRun"]]
+    )
+    return f"<h2>Model-based run</h2><ul>{items}</ul>" if items else ""
+
+
 def render_html(report: dict[str, Any]) -> str:
     """One self-contained page: the verdict first, then every rule and clause by section."""
     e = html.escape
@@ -419,6 +459,7 @@ Kubernetes {e(str(report["environment"].get("kubernetesVersion", "?")))} on
 <p>Rules: {e(summary)}. Clauses: {e(clause_summary)}. Phases: {e(phases)}.</p>
 {f"<h2>Why this run does not certify</h2><ul>{reasons}</ul>" if reasons else ""}
 <h2>Rules and their clauses</h2><table>{"".join(rows)}</table>
+{_model_runs_html(report)}
 {_charts_html(report)}
 <h2>Timing (seconds)</h2><table>{timing}</table>
 </body></html>

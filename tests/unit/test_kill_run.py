@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.kill_run_time import breakdown
-from conformance import mutation
+from conformance import model_profiles, mutation
 from conformance.cli import SUITE_DIR
 from conformance.mutation import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
 from mutants import load
@@ -50,18 +50,20 @@ def test_a_run_that_wrote_no_junit_file_is_an_error(tmp_path: Path) -> None:
     assert outcome.errors and not outcome.passed and not outcome.as_expected
 
 
-def test_with_tests_given_every_run_runs_them_instead_of_its_clause_tests() -> None:
+def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> None:
+    """Not the model-based run: its power is its own kill table (`--tests` its module)."""
     loaded = load()
     chosen = [loaded["sub-second-comparison"], loaded["one-worker"]]
-    by_clause = {"SYNC-4.same-second": ["conformance/suite/test_sync.py::test_x"]}
+    model_run = f"conformance/suite/test_model_based.py::{model_profiles.TEST_NAME}"
+    by_clause = {"SYNC-4.same-second": ["conformance/suite/test_sync.py::test_x", model_run]}
     default = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2)}
     assert default == {
         "baseline": ["suite"],
         "one-worker": ["suite"],
         "sub-second-comparison": ["conformance/suite/test_sync.py::test_x"],
     }
-    given = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2, ["tests/model"])}
-    assert set(map(tuple, given.values())) == {("tests/model",)}
+    given = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2, [model_run])}
+    assert set(map(tuple, given.values())) == {(model_run,)}
 
 
 def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) -> None:

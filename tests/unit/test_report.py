@@ -69,6 +69,31 @@ def test_a_run_writes_yaml_junit_and_html_with_a_verdict_per_rule_and_clause(
     assert "NOT CERTIFYING" in page and "SYNC-5.not-on-failure" in page
 
 
+MODEL_RUN = """
+import json
+import pytest
+from conformance.report import MODEL_RUN_PROPERTY
+
+@pytest.mark.clause("SYNC-4.same-second")
+def test_sequences(record_property):
+    summary = {"profile": "ci", "seed": 7, "sequences": 10, "steps": 80, "restarts": False,
+               "replay": "convoy-conformance run --model-profile=ci --model-seed=7"}
+    record_property(MODEL_RUN_PROPERTY, json.dumps(summary))
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_model_based_runs_profile_seed_and_counts_are_in_the_report(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    written = run_inner(pytester, MODEL_RUN, *workers)
+    (test,) = written["tests"]
+    assert test["modelBasedRun"]["seed"] == 7 and test["modelBasedRun"]["steps"] == 80
+    page = (pytester.path / "out" / "conformance-report.html").read_text()
+    assert "Model-based run" in page and "seed 7: 10 sequences, 80 steps, no restarts" in page
+    assert "--model-seed=7" in page
+
+
 @pytest.mark.parametrize(
     ("args", "reason"),
     [

@@ -1,55 +1,50 @@
-"""The reference controller against the sync-policy model (conformance/model.py): generated
-sequences of events, each step's observations checked against the model's prediction.
+"""The model-based run: generated sequences of events against the controller under test, each
+step's observations checked against the sync-policy model (conformance.model).
 
 hypothesis' stateful testing draws the sequences: /sync requests at chosen times (the same
 second as the last handled one, the next second, an earlier one, now), forced or not; new
-renders; mode switches; applies the witness refuses; other annotations; controller restarts.
-Each step waits for a resync-free slot, causes its event on the cluster and in the model, and
-then checks what the witness recorded (dry runs and applies, in order, and the delay of each
-retry) and what the Release says (Applied, the handled times, the applied render) against the
-model. A failure shrinks to a short sequence that hypothesis prints as steps.
+renders; mode switches; applies the witness refuses; other annotations; controller restarts
+(where the controller is this worker's own: a shared one is restarted only by BACK-5.restart's
+test, which has it alone). Each step waits for a resync-free slot, causes its event on the
+cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
+order, and the delay of each retry) and what the Release says (Applied, the handled times, the
+applied render) against the model. A failure shrinks to a short sequence, reported as its steps
+with the seed and the command that replays it.
 
 No interval is generated (the periodic reconcile would add reconciles of its own), and retry
-delays stay short so that a sequence runs in seconds. CONVOY_MODEL_PROFILE=long runs more and
-longer sequences; CONVOY_MODEL_PROFILE=kill the CI sequences without shrinking.
-
-Every run draws from a seed it prints (the CI profile's is fixed, the long profile's new each
-run): CONVOY_MODEL_SEED=N with the same profile draws the same sequences again, shrinking
-included, to replay a failure.
+delays stay short so that a sequence runs in seconds. Profiles (--model-profile): `ci` the same
+10 sequences at every run (its seed is fixed), `long` 40 new ones (a certifying run's), `kill`
+the CI sequences without shrinking (a kill table against the mutants in minutes).
+--model-seed=N with the same profile draws the same sequences again, shrinking included.
 """
 
 from __future__ import annotations
 
-import os
-import random
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
-from conformance.install.host import HostController
+from conformance.install.host import ControllerUnderTest
 from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff
+from conformance.model_profiles import Profile
 from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
 from conformance.observe.resync import ResyncClock
-from conformance.observe.witness import Attempt
+from conformance.observe.witness import Attempt, WitnessTimeout
 from conformance.timing import Timing
 
-#: The same sequences at every run (its seed is fixed): a CI run is repeatable.
-CI_PROFILE: dict[str, Any] = {"max_examples": 10, "stateful_step_count": 8}
-CI_SEED = 1
-PROFILES = {
-    "ci": CI_PROFILE,
-    # a new seed each run, unless CONVOY_MODEL_SEED replays one
-    "long": {"max_examples": 40, "stateful_step_count": 12},
-    # The CI sequences without shrinking: a kill table against mutants in minutes.
-    "kill": {**CI_PROFILE, "phases": [Phase.explicit, Phase.generate]},
-}
 #: retryBackoff values small enough for a sequence to run in seconds
 BACKOFFS = {
     "1s-x2": RetryBackoff(1.0, 2.0),
@@ -74,13 +69,31 @@ def backoff_spec(backoff: RetryBackoff) -> dict[str, Any]:
 
 @dataclass
 class World:
-    """What the machine drives: the test's fixtures."""
+    """What the machine drives: the test's fixtures, and what it has done so far."""
 
     releases: Releases
-    controller: HostController
     clock: ResyncClock
     timing: Timing
-    created: int = 0
+    #: the controller to restart between steps; None where the run draws no restarts
+    restartable: ControllerUnderTest | None
+    sequences: int = 0
+    steps: int = 0
+
+    def restart_controller(self) -> None:
+        assert self.restartable is not None
+        self.restartable.stop()
+        self.restartable.start()
+
+    def summary(self, profile: Profile) -> dict[str, Any]:
+        """What the report records of the run."""
+        return {
+            "profile": profile.name,
+            "seed": profile.seed,
+            "sequences": self.sequences,
+            "steps": self.steps,
+            "restarts": self.restartable is not None,
+            "replay": profile.replay,
+        }
 
 
 @dataclass
@@ -101,8 +114,10 @@ class Driver:
     ) -> None:
         """Cause `event` on the cluster (`act`) and in the model, then check the outcome."""
         self.world.clock.quiet_slot(STEP_SECONDS)
-        self._account_for_a_resync()
+        while self._account_for_resyncs():  # the wait took some of the slot: find another
+            self.world.clock.quiet_slot(STEP_SECONDS)
         self.steps.append(what)
+        self.world.steps += 1
         recorder = self.world.releases.recorder
         since = recorder.mark()
         act()
@@ -127,17 +142,29 @@ class Driver:
         self.refusals = 0
         self.checked_until = recorder.mark()
 
-    def _account_for_a_resync(self) -> None:
-        """Between two steps only a resync tick reconciles the Release (every retry ends
-        within its step): what the controller did then is the model's resync, checked too."""
-        between = self.app.attempts(since=self.checked_until) if self.checked_until else []
-        if not between:
-            return
-        self.steps.append("(resync)")
-        self.model.resync()
-        expected = [kind for p in self._predict() for kind in expected_kinds(p)]
+    def _account_for_resyncs(self) -> bool:
+        """Between two steps only resync ticks reconcile the Release (every retry ends within
+        its step): each is the model's resync, checked too, once its reconcile has come (a
+        resync burst on a shared controller can outlast the clock's settle period). True when
+        it had to wait for one."""
+        if not self.checked_until:
+            return False
+        ticks = [tick for tick in self.world.clock.ticks() if tick > self.checked_until]
+        between = self.app.attempts(since=self.checked_until)
+        expected: list[str] = []
+        for _ in range(max(len(ticks), 1) if between else len(ticks)):
+            self.steps.append("(resync)")
+            self.model.resync()
+            expected += [kind for p in self._predict() for kind in expected_kinds(p)]
+        waited = len(between) < len(expected)
+        if waited:
+            with contextlib.suppress(WitnessTimeout):  # then the assertion says what came
+                self.app.wait_attempts(len(expected), since=self.checked_until, dry_run=None)
+            between = self.app.attempts(since=self.checked_until)
         history = " -> ".join(self.steps)
         assert kinds(between) == expected, f"{history}: attempts {kinds(between)}"
+        self.checked_until = max([self.checked_until, *ticks, *(a.at for a in between)]) + 1e-6
+        return waited
 
     def _predict(self) -> list[Prediction]:
         """The reconcile the event starts, and the retries its failures schedule."""
@@ -212,10 +239,10 @@ class SyncPolicyMachine(RuleBasedStateMachine):
     @initialize(automatic=st.booleans(), backoff=st.sampled_from(sorted(BACKOFFS)))
     def create(self, automatic: bool, backoff: str) -> None:
         world = self.world
-        world.created += 1
+        world.sequences += 1
         policy = {"automatic": automatic, "retryBackoff": backoff_spec(BACKOFFS[backoff])}
         model = ReleaseModel(automatic=automatic, backoff=BACKOFFS[backoff])
-        app = App(world.releases, f"web-{world.created}")
+        app = App(world.releases, f"web-{world.sequences}")
         self.driver = Driver(world, app, model)
         self.driver.step(
             f"create({'automatic' if automatic else 'manual'}, {backoff})",
@@ -291,11 +318,44 @@ class SyncPolicyMachine(RuleBasedStateMachine):
             lambda: driver.app.annotate(note),
         )
 
+    @precondition(lambda machine: machine.world.restartable is not None)
     @rule()
     def restart(self) -> None:
         driver = self.driver
         assert driver is not None
-        driver.step("restart", lambda m: m.restart(), driver.world.controller.restart)
+        driver.step("restart", lambda m: m.restart(), driver.world.restart_controller)
+
+
+class SequenceFailed(AssertionError):
+    """A step's observations disagreed with the model: the message names the steps."""
+
+
+def run_sequences(world: World, profile: Profile) -> None:
+    """Draw the profile's sequences from its seed and run each against the cluster; raise
+    SequenceFailed with the (shrunk) sequence that failed, its seed and how to replay it."""
+    SyncPolicyMachine.world = world
+    try:
+        run_state_machine_as_test(
+            seed(profile.seed)(SyncPolicyMachine),
+            settings=settings(
+                max_examples=profile.size.sequences,
+                stateful_step_count=profile.size.steps,
+                phases=list(Phase) if profile.size.shrink else [Phase.explicit, Phase.generate],
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except FlakyFailure as replayed_otherwise:
+        found = without_a_shrunk_replay(replayed_otherwise)
+        raise SequenceFailed(f"{found}\n{_replay(profile)}") from replayed_otherwise
+    except Exception as failed:  # an assertion, or what a step waited for never came
+        found = failed if isinstance(failed, AssertionError) else repr(failed)
+        raise SequenceFailed(f"{found}\n{_replay(profile)}") from failed
+
+
+def _replay(profile: Profile) -> str:
+    return f"profile {profile.name}, seed {profile.seed}; replay: {profile.replay}"
 
 
 def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
@@ -316,34 +376,3 @@ def request_time(model: ReleaseModel, offset: float | None) -> datetime:
     if offset is None or base is None:
         return datetime.now(UTC)
     return base + timedelta(seconds=offset + 0.4)
-
-
-@pytest.mark.timeout(3600)  # the long profile's 40 sequences take about 12 minutes
-def test_generated_sequences_match_the_model(
-    releases: Releases,
-    controller: HostController,
-    resync_clock: ResyncClock,
-    timing: Timing,
-) -> None:
-    name = os.environ.get("CONVOY_MODEL_PROFILE", "ci")
-    profile = PROFILES[name]
-    drawn = os.environ.get("CONVOY_MODEL_SEED")
-    chosen = int(drawn) if drawn else CI_SEED if name != "long" else random.getrandbits(32)
-    print(
-        f"model-based: profile {name}, seed {chosen}; replay with CONVOY_MODEL_PROFILE={name} "
-        f"CONVOY_MODEL_SEED={chosen} pytest tests/model"
-    )
-    SyncPolicyMachine.world = World(releases, controller, resync_clock, timing)
-    try:
-        run_state_machine_as_test(
-            seed(chosen)(SyncPolicyMachine),
-            settings=settings(
-                **profile,
-                deadline=None,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-    except FlakyFailure as replayed_otherwise:
-        pytest.fail(without_a_shrunk_replay(replayed_otherwise))
-    print(f"model-based: {SyncPolicyMachine.world.created} sequences, profile {profile}")

@@ -1,0 +1,59 @@
+"""The model-based run's profiles and seeds (conformance.model_based runs them).
+
+Apart from the run itself, so that the plugin's options, the report and the kill run read them
+without importing hypothesis before pytest has registered its plugin.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+CI_SEED = 1
+
+
+@dataclass(frozen=True)
+class Size:
+    sequences: int
+    steps: int
+    #: shrink a failure to a minimal sequence (minutes more; the kill table goes without)
+    shrink: bool = True
+
+
+#: By name: `ci` the same sequences at every run (its seed is fixed), `long` new ones each run,
+#: `kill` the CI ones without shrinking.
+PROFILES = {
+    "ci": Size(10, 8),
+    "long": Size(40, 12),
+    "kill": Size(10, 8, shrink=False),
+}
+#: The profile of a run that names none: a certifying run's is the long one.
+DEV_PROFILE, CERTIFYING_PROFILE = "ci", "long"
+#: The suite's model-based test, as a replay command and the kill run name it.
+TEST_NAME = "test_generated_event_sequences_match_the_sync_policy_model"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    seed: int
+
+    @classmethod
+    def chosen(cls, name: str | None, drawn: int | None, *, certifying: bool) -> Profile:
+        """The named profile (the run's default without one) and its seed: the given one,
+        the fixed one of the CI sequences, or a new one for the long profile."""
+        name = name or (CERTIFYING_PROFILE if certifying else DEV_PROFILE)
+        if drawn is None:
+            drawn = random.getrandbits(32) if name == "long" else CI_SEED
+        return cls(name, drawn)
+
+    @property
+    def size(self) -> Size:
+        return PROFILES[self.name]
+
+    @property
+    def replay(self) -> str:
+        return (
+            f"convoy-conformance run --model-profile={self.name} --model-seed={self.seed} "
+            f"-k {TEST_NAME} (and the run's other options)"
+        )
