@@ -352,8 +352,17 @@ def run_sequences(world: World, profile: Profile) -> None:
         found = without_a_shrunk_replay(replayed_otherwise)
         raise SequenceFailed(f"{found}\n{_replay(profile)}") from replayed_otherwise
     except Exception as failed:  # an assertion, or what a step waited for never came
-        found = failed if isinstance(failed, AssertionError) else repr(failed)
-        raise SequenceFailed(f"{found}\n{_replay(profile)}") from failed
+        raise SequenceFailed(f"{described(failed)}\n{_replay(profile)}") from failed
+
+
+def described(failed: Exception) -> str:
+    """A failure as the report shows it: an assertion's message (it names the steps), another
+    exception with its type; each of several distinct failures hypothesis found, numbered."""
+    if isinstance(failed, ExceptionGroup):
+        return f"{failed.message}\n" + "\n".join(
+            f"{number}. {described(each)}" for number, each in enumerate(failed.exceptions, 1)
+        )
+    return str(failed) if isinstance(failed, AssertionError) else repr(failed)
 
 
 def _replay(profile: Profile) -> str:
