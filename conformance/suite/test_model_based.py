@@ -22,7 +22,10 @@ from conformance.observe.resync import ResyncClock
 from conformance.report import MODEL_RUN_PROPERTY
 from conformance.timing import Timing
 
-#: What the drawn events exercise in every run (restarts, and so BACK-5, only where drawn).
+#: What the drawn events exercise in every run and its own kill table (`mutants --run
+#: --tests` this module) showed it tells apart. Not yet: an earlier request in automatic mode,
+#: a third retry, a forced request's second unlike its reconcile's; restarts, and so BACK-5,
+#: only where drawn.
 CLAUSES = (
     "MODE-1.false",
     "MODE-1.true",
@@ -30,14 +33,11 @@ CLAUSES = (
     "AUTO-1.unchanged",
     "MAN-1.in-sync",
     "MAN-2.never-applied",
-    "MAN-2.different",
     "MAN-3.in-sync",
     "MAN-3.different",
     "MAN-3.never-applied",
     "SYNC-2.later",
-    "SYNC-2.earlier",
     "SYNC-3.later",
-    "SYNC-3.not-later",
     "SYNC-4.same-second",
     "SYNC-4.next-second",
     "SYNC-5.after-success",
@@ -48,7 +48,6 @@ CLAUSES = (
     "FORCE-2.manual",
     "FORCE-2.automatic",
     "FORCE-4.after-success",
-    "FORCE-5.success",
     "TRIG-1.automatic",
     "TRIG-1.manual",
     "TRIG-2.automatic",
@@ -57,9 +56,6 @@ CLAUSES = (
     "TRIG-3.other-annotation",
     "REQ-1.DeployFailed",
     "BACK-1.formula",
-    "BACK-2.exactly-1",
-    "BACK-3.max",
-    "BACK-4.success",
 )
 
 
