@@ -33,6 +33,11 @@ DEV_PROFILE, CERTIFYING_PROFILE = "ci", "long"
 TEST_NAME = "test_generated_event_sequences_match_the_sync_policy_model"
 
 
+def profile_name(name: str | None, *, certifying: bool) -> str:
+    """The profile a run draws: the one it names, else its kind of run's default."""
+    return name or (CERTIFYING_PROFILE if certifying else DEV_PROFILE)
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -42,7 +47,7 @@ class Profile:
     def chosen(cls, name: str | None, drawn: int | None, *, certifying: bool) -> Profile:
         """The named profile (the run's default without one) and its seed: the given one,
         the fixed one of the CI sequences, or a new one for the long profile."""
-        name = name or (CERTIFYING_PROFILE if certifying else DEV_PROFILE)
+        name = profile_name(name, certifying=certifying)
         if drawn is None:
             drawn = random.getrandbits(32) if name == "long" else CI_SEED
         return cls(name, drawn)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conformance import catalog, charts, measurements, provenance
-from conformance.model_profiles import CERTIFYING_PROFILE, DEV_PROFILE
+from conformance.model_profiles import CERTIFYING_PROFILE, profile_name
 from conformance.session import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
@@ -233,7 +233,7 @@ class ReportPlugin:
         """A certifying run's model-based run draws the long profile from a new seed: a seed
         chosen could be one known to pass."""
         option = self.config.getoption
-        profile = option("model_profile") or (CERTIFYING_PROFILE if self.phase else DEV_PROFILE)
+        profile = profile_name(option("model_profile"), certifying=self.phase is not None)
         found = []
         if profile != CERTIFYING_PROFILE:
             found.append(
