@@ -1,21 +1,25 @@
 """The model-based run: generated sequences of events against the controller under test, each
 step's observations checked against the sync-policy model (conformance.model).
 
-hypothesis' stateful testing draws the sequences: /sync requests at chosen times (the same
-second as the last handled one, the next second, an earlier one, now), forced or not; new
-renders; mode switches; applies the witness refuses; other annotations; controller restarts
-(where the controller is this worker's own: a shared one is restarted only by BACK-5.restart's
-test, which has it alone). Each step waits for a resync-free slot, causes its event on the
+hypothesis' stateful testing draws the sequences: Releases with each retryBackoff boundary
+(BACKOFFS); /sync requests at chosen times (now, in the past, in the future, the same second as
+the last handled one or the last request, the next, an earlier one), forced or not, with up to
+three applies refused; a refused apply's retry cut short by a crash or a withdrawn request; new
+renders; mode switches; other annotations; controller restarts (where the controller is this
+worker's own: a shared one is restarted only by BACK-5.restart's test, which has it alone).
+Each step waits for a resync-free slot as long as its retries need, causes its event on the
 cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
 order, and the delay of each retry) and what the Release says (Applied, the handled times, the
-applied render) against the model. A failure shrinks to a short sequence, reported as its steps
-with the seed and the command that replays it.
+applied render) against the model; the resync ticks between steps are checked too, and that
+they come at the controller's period. A failure shrinks to a short sequence, reported as its
+steps with the seed and the command that replays it.
 
 No interval is generated (the periodic reconcile would add reconciles of its own), and retry
-delays stay short so that a sequence runs in seconds. Profiles (--model-profile): `ci` the same
-10 sequences at every run (its seed is fixed), `long` 40 new ones (a certifying run's), `kill`
-the CI sequences without shrinking (a kill table against the mutants in minutes).
---model-seed=N with the same profile draws the same sequences again, shrinking included.
+delays stay short so that a sequence runs in seconds. Profiles (--model-profile, per shard of
+the test): `ci` the same sequences at every run (its seed is fixed), `long` new ones (a
+certifying run's), `kill` the CI sequences without shrinking (a kill table against the
+mutants). --model-seed=N with the same profile draws the same sequences again, shrinking
+included.
 """
 
 from __future__ import annotations
@@ -37,24 +41,56 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from conformance.install.host import ControllerUnderTest
-from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff
+from conformance.clusters.processes import kill_now
+from conformance.install.host import HostController
+from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
 from conformance.model_profiles import Profile
 from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
 from conformance.timing import Timing
+from convoyapi import SYNC_REQUESTED_AT
 
-#: retryBackoff values small enough for a sequence to run in seconds
+#: retryBackoff values whose ladders a mutant's differs from by more than the timing band
+#: (an early retry by its early side, 0.1 s; a late one by its late side, 0.5 s and the
+#: reconcile time), in seconds a sequence can wait: each default and each boundary of BACK-1..3
+#: and BACK-6. The default limiter's few milliseconds are inside the band: BACK-6 is checked
+#: for its order of retries only.
 BACKOFFS = {
+    "default": RetryBackoff(),
+    "1s": RetryBackoff(1.0),
     "1s-x2": RetryBackoff(1.0, 2.0),
-    "500ms-x1": RetryBackoff(0.5, 1.0),
-    "500ms-x3-max1s": RetryBackoff(0.5, 3.0, 1.0),
+    "1s-x1": RetryBackoff(1.0, 1.0),
+    "1s-x0.5": RetryBackoff(1.0, 0.5),
+    "1s-x1.9": RetryBackoff(1.0, 1.9),
+    "100ms-x1": RetryBackoff(0.1, 1.0),
+    "1s-x3-max1500ms": RetryBackoff(1.0, 3.0, 1.5),
+    "3s-x2-max1s": RetryBackoff(3.0, 2.0, 1.0),
 }
-#: How long a step may take: its reconciles, two short retries, and the settle period after.
-STEP_SECONDS = 12.0
-#: Request times relative to the last handled one (now, when there is none).
-OFFSETS = {"same-second": 0.0, "next-second": 1.0, "earlier": -5.0, "now": None}
+#: The longest run of refused applies a step draws: a third retry shows a ladder's curve.
+MOST_REFUSALS = 3
+#: How long a step without retries may take: its reconcile, the settle period after it and
+#: the checks, on a loaded machine. A step's resync-free slot adds its retries and restart.
+STEP_SECONDS = 6.0
+RESTART_SECONDS = 8.0
+#: Each retry's allowance beyond its delay: the controller's reconcile and the band's late side.
+RETRY_SECONDS = 1.0
+#: Request times: (what they are relative to, seconds from its second). "handled" is
+#: lastHandledSyncAt, "requested" the last request's time (both: now when there is none).
+REQUEST_TIMES = {
+    "now": ("now", 0.0),
+    "3s-ago": ("now", -3.0),
+    "in-3s": ("now", 3.0),
+    "handled-same-second": ("handled", 0.0),
+    "handled-next-second": ("handled", 1.0),
+    "before-handled": ("handled", -5.0),
+    "requested-same-second": ("requested", 0.0),
+    "after-requested": ("requested", 1.0),
+    "before-requested": ("requested", -5.0),
+}
+#: How a run of refused applies is cut short before its first retry: the controller killed
+#: (its failure count goes with it), or the request withdrawn (a hold, in manual mode).
+INTERRUPTIONS = ("crash", "withdraw")
 
 
 def seconds_text(seconds: float) -> str:
@@ -62,9 +98,15 @@ def seconds_text(seconds: float) -> str:
 
 
 def backoff_spec(backoff: RetryBackoff) -> dict[str, Any]:
-    assert backoff.initial is not None
-    spec: dict[str, Any] = {"initial": seconds_text(backoff.initial), "factor": backoff.factor}
-    return spec | ({"max": seconds_text(backoff.max)} if backoff.max is not None else {})
+    """spec.syncPolicy.retryBackoff as written, without the fields left unset."""
+    spec: dict[str, Any] = {}
+    if backoff.initial is not None:
+        spec["initial"] = seconds_text(backoff.initial)
+    if backoff.factor is not None:
+        spec["factor"] = backoff.factor
+    if backoff.max is not None:
+        spec["max"] = seconds_text(backoff.max)
+    return spec
 
 
 @dataclass
@@ -75,20 +117,26 @@ class World:
     clock: ResyncClock
     timing: Timing
     #: the controller to restart between steps; None where the run draws no restarts
-    restartable: ControllerUnderTest | None
+    restartable: HostController | None
     sequences: int = 0
     steps: int = 0
 
     def restart_controller(self) -> None:
         assert self.restartable is not None
-        self.restartable.stop()
-        self.restartable.start()
+        self.restartable.restart()
+
+    def crash_controller(self) -> None:
+        """SIGKILL, then a new process: nothing of the old one's memory survives."""
+        assert self.restartable is not None and self.restartable.process is not None
+        kill_now(self.restartable.process)
+        self.restartable.restart()
 
     def summary(self, profile: Profile) -> dict[str, Any]:
         """What the report records of the run."""
         return {
             "profile": profile.name,
             "seed": profile.seed,
+            "shard": profile.shard,
             "sequences": self.sequences,
             "steps": self.steps,
             "restarts": self.restartable is not None,
@@ -109,20 +157,84 @@ class Driver:
     #: the witness' time at the end of the last step
     checked_until: float = 0.0
 
+    @property
+    def history(self) -> str:
+        return " -> ".join(self.steps)
+
+    def _slot(self, retries: int = 0, *, restart: bool = False) -> float:
+        """The resync-free seconds a step needs: its reconciles, `retries` retries (the
+        model's failure count is 0 between steps) and a restart."""
+        delays = sum(self.model.backoff.delay(n) for n in range(1, retries + 1))
+        return STEP_SECONDS + RESTART_SECONDS * restart + delays + RETRY_SECONDS * retries
+
     def step(
-        self, what: str, event: Callable[[ReleaseModel], bool], act: Callable[[], object]
+        self,
+        what: str,
+        event: Callable[[ReleaseModel], bool],
+        act: Callable[[], object],
+        *,
+        refused: int = 0,
+        restart: bool = False,
     ) -> None:
-        """Cause `event` on the cluster (`act`) and in the model, then check the outcome."""
-        self.world.clock.quiet_slot(STEP_SECONDS)
+        """Cause `event` on the cluster (`act`) and in the model, then check the outcome; the
+        step's first `refused` applies are refused."""
+        since = self._begin(what, refused, restart=restart)
+        act()
+        self._finish(self._predict() if event(self.model) else [], since)
+
+    def interrupted_retries(self, what: str, interruption: str, refused: int) -> None:
+        """A pending request's apply is refused, and before its first retry comes the
+        controller is killed (and started again) or the request is withdrawn. Then the retry
+        the refusal scheduled is gone, or finds nothing to apply; the remaining refusals
+        climb a new ladder."""
+        # Pending in manual mode whatever was handled, a future second included.
+        at = max(datetime.now(UTC), request_time(self.model, "handled", 1.0))
+        since = self._begin(what, refused, restart=True)
+        self._arm_refusals()
+        self.app.request_sync(at=at)
+        assert self.model.request_sync(at), "the request changes the annotation"
+        first = self._predict_one()
+        assert first.reason == TRANSIENT, "the step is drawn only where the request is pending"
+        self.app.wait_for(lambda r: reason(r) == TRANSIENT, "the refused apply's DeployFailed")
+        if interruption == "crash":
+            self.world.crash_controller()
+            self.model.restart()
+            self._finish([first, *self._predict()], since, chained_from=1)
+        else:
+            self.app.annotate({SYNC_REQUESTED_AT: None})
+            self.model.remove_sync_request()
+            held = self.model.reconcile()
+            # A named quiet period: the retry the refusal scheduled comes, and applies nothing.
+            self.app.quiet((first.due.requeue or 0.0) + self.world.timing.slack(0))
+            self._finish([first, held], since, chained_from=2)
+
+    def _arm_refusals(self) -> None:
+        """Armed in the step's slot: a resync tick before it must find applies let through."""
+        if self.refusals:
+            recorder = self.world.releases.recorder
+            recorder.deny(times=self.refusals, name=self.app.object_name, dry_run=False)
+
+    def _begin(self, what: str, refused: int, *, restart: bool) -> float:
+        """Wait for a resync-free slot as long as the step needs; return the witness' time
+        it starts at."""
+        slot = self._slot(refused, restart=restart)
+        self.world.clock.quiet_slot(slot)
         while self._account_for_resyncs():  # the wait took some of the slot: find another
-            self.world.clock.quiet_slot(STEP_SECONDS)
+            self.world.clock.quiet_slot(slot)
+        late = self.world.clock.overdue()
+        assert late is None, (
+            f"{self.history}: no resync tick for {late:.1f} s past the controller's resync "
+            f"period ({self.world.clock.period:g} s)"
+        )
         self.steps.append(what)
         self.world.steps += 1
-        recorder = self.world.releases.recorder
-        since = recorder.mark()
-        act()
-        predictions = self._predict() if event(self.model) else []
-        expected = [kind for p in predictions for kind in expected_kinds(p)]
+        self.refusals = refused
+        return self.world.releases.recorder.mark()
+
+    def _finish(self, predictions: list[Prediction], since: float, chained_from: int = 0) -> None:
+        """Check the step's attempts, its retries' delays (those of predictions from
+        `chained_from` on: a ladder the interruption did not cut) and the Release."""
+        recorder, expected = self.world.releases.recorder, kinds_of(predictions)
         if expected:
             recorder.wait_for(
                 count=len(expected),
@@ -133,10 +245,10 @@ class Driver:
             )
         self.app.settle()
         attempts = self.app.attempts(since=since)
-        history = " -> ".join(self.steps)
-        assert kinds(attempts) == expected, f"{history}: attempts {kinds(attempts)}"
-        self._check_retries(attempts, predictions, history, since)
-        self._check_status(predictions[-1] if predictions else None, history)
+        assert kinds(attempts) == expected, f"{self.history}: attempts {kinds(attempts)}"
+        cut = len(kinds_of(predictions[:chained_from]))
+        self._check_retries(attempts[cut:], predictions[chained_from:], since)
+        self._check_status(predictions[-1] if predictions else None)
         # A refusal no apply used (a request that was not pending) ends with its step.
         recorder.allow_all()
         self.refusals = 0
@@ -151,34 +263,39 @@ class Driver:
             return False
         ticks = [tick for tick in self.world.clock.ticks() if tick > self.checked_until]
         between = self.app.attempts(since=self.checked_until)
-        expected: list[str] = []
+        predictions: list[Prediction] = []
         for _ in range(max(len(ticks), 1) if between else len(ticks)):
             self.steps.append("(resync)")
             self.model.resync()
-            expected += [kind for p in self._predict() for kind in expected_kinds(p)]
+            predictions += self._predict()
+        expected = kinds_of(predictions)
         waited = len(between) < len(expected)
         if waited:
             with contextlib.suppress(WitnessTimeout):  # then the assertion says what came
                 self.app.wait_attempts(len(expected), since=self.checked_until, dry_run=None)
             between = self.app.attempts(since=self.checked_until)
-        history = " -> ".join(self.steps)
-        assert kinds(between) == expected, f"{history}: attempts {kinds(between)}"
+        assert kinds(between) == expected, f"{self.history}: attempts {kinds(between)}"
+        if predictions and not waited:  # the burst has settled: its status is written
+            self._check_status(predictions[-1])
         self.checked_until = max([self.checked_until, *ticks, *(a.at for a in between)]) + 1e-6
         return waited
 
     def _predict(self) -> list[Prediction]:
         """The reconcile the event starts, and the retries its failures schedule."""
-        predictions: list[Prediction] = []
-        while True:
-            self.model.refuse_applies(self.refusals > 0)
-            predictions.append(self.model.reconcile())
-            if predictions[-1].reason == TRANSIENT:
-                self.refusals -= 1
-            if predictions[-1].due.requeue is None:
-                return predictions
+        predictions = [self._predict_one()]
+        while predictions[-1].due.requeue is not None:
+            predictions.append(self._predict_one())
+        return predictions
+
+    def _predict_one(self) -> Prediction:
+        self.model.refuse_applies(self.refusals > 0)
+        prediction = self.model.reconcile()
+        if prediction.reason == TRANSIENT:
+            self.refusals -= 1
+        return prediction
 
     def _check_retries(
-        self, attempts: list[Attempt], predictions: list[Prediction], history: str, since: float
+        self, attempts: list[Attempt], predictions: list[Prediction], since: float
     ) -> None:
         """Each retry comes its backoff delay after the refused apply, in the band the timing
         tests accept: never sooner, and later by no more than the controller's own reconcile
@@ -189,12 +306,13 @@ class Driver:
         for (_, failed), (retry, _), delay in zip(spans, spans[1:], delays, strict=False):
             gap = retry.at - failed.at
             assert timing.fits(gap, delay, latency), (
-                f"{history}: a retry {gap:.3f} s after a failure; the backoff is {delay:g} s, "
-                f"accepted {timing.band_text(delay, latency)} (reconcile time {latency:.3f} s)"
+                f"{self.history}: a retry {gap:.3f} s after a failure; the backoff is "
+                f"{delay:g} s, accepted {timing.band_text(delay, latency)} (reconcile time "
+                f"{latency:.3f} s)"
             )
 
-    def _check_status(self, last: Prediction | None, history: str) -> None:
-        release = self.app.get()
+    def _check_status(self, last: Prediction | None) -> None:
+        release, history = self.app.get(), self.history
         status = release.get("status") or {}
         if last is not None:
             applied = condition(release) or {}
@@ -208,6 +326,15 @@ class Driver:
             assert written == expected, f"{history}: {name} {written}, the model says {expected}"
         live = (self.app.live_object() or {}).get("data", {}).get("content")
         assert live == self.model.last_successful, f"{history}: {live} applied"
+
+
+def reason(release: dict[str, Any]) -> str | None:
+    return (condition(release) or {}).get("reason")
+
+
+def kinds_of(predictions: list[Prediction]) -> list[str]:
+    """The attempts the predicted reconciles make, in order."""
+    return [kind for p in predictions for kind in expected_kinds(p)]
 
 
 def expected_kinds(prediction: Prediction) -> list[str]:
@@ -238,11 +365,18 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         super().__init__()
         self.driver: Driver | None = None
 
+    @property
+    def on(self) -> Driver:
+        assert self.driver is not None, "create runs first"
+        return self.driver
+
     @initialize(automatic=st.booleans(), backoff=st.sampled_from(sorted(BACKOFFS)))
     def create(self, automatic: bool, backoff: str) -> None:
         world = self.world
         world.sequences += 1
-        policy = {"automatic": automatic, "retryBackoff": backoff_spec(BACKOFFS[backoff])}
+        policy: dict[str, Any] = {"automatic": automatic}
+        if spec := backoff_spec(BACKOFFS[backoff]):
+            policy["retryBackoff"] = spec
         model = ReleaseModel(automatic=automatic, backoff=BACKOFFS[backoff])
         app = App(world.releases, f"web-{world.sequences}")
         self.driver = Driver(world, app, model)
@@ -255,26 +389,49 @@ class SyncPolicyMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """The next sequence starts with a Release of its own, alone in the namespace."""
         if self.driver is not None:
-            print(f"sequence {self.driver.app.name}: {' -> '.join(self.driver.steps)}")
+            print(f"sequence {self.driver.app.name}: {self.driver.history}")
             self.world.releases.resource.delete(
                 name=self.driver.app.name, namespace=self.driver.app.namespace
             )
 
-    @rule(offset=st.sampled_from(sorted(OFFSETS)), force=st.booleans())
-    def sync(self, offset: str, force: bool) -> None:
-        driver = self.driver
-        assert driver is not None
-        at = request_time(driver.model, OFFSETS[offset])
+    @rule(
+        when=st.sampled_from(list(REQUEST_TIMES)),
+        force=st.booleans(),
+        refused=st.integers(0, MOST_REFUSALS),
+    )
+    def sync(self, when: str, force: bool, refused: int) -> None:
+        """A /sync at a chosen time, forced or not; its first `refused` applies are refused."""
+        driver = self.on
+        at = request_time(driver.model, *REQUEST_TIMES[when])
+
+        def refuse_and_sync() -> None:
+            driver._arm_refusals()
+            driver.app.request_sync(at=at, force=force)
+
         driver.step(
-            f"sync({offset}{', force' if force else ''})",
+            f"sync({when}{', force' if force else ''}{f'; {refused} refused' if refused else ''})",
             lambda m: m.request_sync(at, force=force),
-            lambda: driver.app.request_sync(at=at, force=force),
+            refuse_and_sync,
+            refused=refused,
         )
+
+    @precondition(lambda machine: machine.world.restartable is not None and retry_is_far(machine))
+    @rule(refused=st.integers(2, MOST_REFUSALS))
+    def crash_between_retries(self, refused: int) -> None:
+        """The controller killed between a refused apply and its retry: a new process with a
+        failure count of 0 (where the run restarts its own controller)."""
+        self.on.interrupted_retries(f"sync; {refused} refused, crash", "crash", refused)
+
+    @precondition(lambda machine: not machine.on.model.automatic and retry_is_far(machine))
+    @rule()
+    def withdraw_before_retry(self) -> None:
+        """Manual mode: the request withdrawn between a refused apply and its retry, which
+        then finds nothing pending (a hold: the failure count is 0 again)."""
+        self.on.interrupted_retries("sync; 1 refused, withdrawn", "withdraw", 1)
 
     @rule()
     def new_render(self) -> None:
-        driver = self.driver
-        assert driver is not None
+        driver = self.on
         content = f"v{len(driver.steps) + 1}"
         driver.step(
             f"render({content})",
@@ -284,8 +441,7 @@ class SyncPolicyMachine(RuleBasedStateMachine):
 
     @rule()
     def switch_mode(self) -> None:
-        driver = self.driver
-        assert driver is not None
+        driver = self.on
         automatic = not driver.model.automatic
         driver.step(
             f"mode({'automatic' if automatic else 'manual'})",
@@ -293,26 +449,9 @@ class SyncPolicyMachine(RuleBasedStateMachine):
             lambda: driver.app.patch({"spec": {"syncPolicy": {"automatic": automatic}}}),
         )
 
-    @rule(times=st.integers(1, 2))
-    def refuse_applies(self, times: int) -> None:
-        """The next `times` applies are refused; a sync asks for one at once."""
-        driver = self.driver
-        assert driver is not None
-        at = request_time(driver.model, None)
-
-        def refuse_and_sync() -> None:
-            # Armed in the step's slot: a resync tick before it must find applies let through.
-            driver.refusals = times
-            recorder = driver.world.releases.recorder
-            recorder.deny(times=times, name=driver.app.object_name, dry_run=False)
-            driver.app.request_sync(at=at)
-
-        driver.step(f"refuse({times}) and sync", lambda m: m.request_sync(at), refuse_and_sync)
-
     @rule()
     def other_annotation(self) -> None:
-        driver = self.driver
-        assert driver is not None
+        driver = self.on
         note = {"example.com/note": str(len(driver.steps))}
         driver.step(
             "annotate(example.com/note)",
@@ -323,9 +462,13 @@ class SyncPolicyMachine(RuleBasedStateMachine):
     @precondition(lambda machine: machine.world.restartable is not None)
     @rule()
     def restart(self) -> None:
-        driver = self.driver
-        assert driver is not None
-        driver.step("restart", lambda m: m.restart(), driver.world.restart_controller)
+        driver = self.on
+        driver.step(
+            "restart",
+            lambda m: m.restart(),
+            driver.world.restart_controller,
+            restart=True,
+        )
 
 
 class SequenceFailed(AssertionError):
@@ -338,7 +481,7 @@ def run_sequences(world: World, profile: Profile) -> None:
     SyncPolicyMachine.world = world
     try:
         run_state_machine_as_test(
-            seed(profile.seed)(SyncPolicyMachine),
+            seed(profile.shard_seed)(SyncPolicyMachine),
             settings=settings(
                 max_examples=profile.size.sequences,
                 stateful_step_count=profile.size.steps,
@@ -381,9 +524,16 @@ def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
     )
 
 
-def request_time(model: ReleaseModel, offset: float | None) -> datetime:
-    """A request `offset` seconds from the last handled second (+0.4 s); now without one."""
-    base = model.last_handled_sync
-    if offset is None or base is None:
-        return datetime.now(UTC)
-    return base + timedelta(seconds=offset + 0.4)
+def request_time(model: ReleaseModel, base: str, offset: float) -> datetime:
+    """A request `offset` seconds from the second of `base` (+0.4 s: sub-second parts differ
+    from the base's), "now" itself for base "now", and now where the base has no time."""
+    now = datetime.now(UTC)
+    if base == "now":
+        return now + timedelta(seconds=offset)
+    since = model.last_handled_sync if base == "handled" else model.sync_requested_at
+    return now if since is None else second(since) + timedelta(seconds=offset + 0.4)
+
+
+def retry_is_far(machine: SyncPolicyMachine) -> bool:
+    """A first retry a second away at least: time to interrupt it."""
+    return machine.on.model.backoff.delay(1) >= 1.0

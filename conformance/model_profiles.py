@@ -20,12 +20,15 @@ class Size:
     shrink: bool = True
 
 
-#: By name: `ci` the same sequences at every run (its seed is fixed), `long` new ones each run,
-#: `kill` the CI ones without shrinking.
+#: The model-based test runs as this many shards, each its own sequences (drawn from the run's
+#: seed and the shard's number) on its own worker: time is real, and mostly waited.
+SHARDS = 4
+#: Per shard, by name: `ci` the same sequences at every run (its seed is fixed), `long` new ones
+#: each run, `kill` the CI ones without shrinking.
 PROFILES = {
-    "ci": Size(10, 8),
-    "long": Size(40, 12),
-    "kill": Size(10, 8, shrink=False),
+    "ci": Size(4, 10),
+    "long": Size(10, 12),
+    "kill": Size(4, 10, shrink=False),
 }
 #: The profile of a run that names none: a certifying run's is the long one.
 DEV_PROFILE, CERTIFYING_PROFILE = "ci", "long"
@@ -42,23 +45,33 @@ def profile_name(name: str | None, *, certifying: bool) -> str:
 class Profile:
     name: str
     seed: int
+    shard: int = 0
 
     @classmethod
-    def chosen(cls, name: str | None, drawn: int | None, *, certifying: bool) -> Profile:
+    def chosen(
+        cls, name: str | None, drawn: int | None, *, certifying: bool, shard: int = 0
+    ) -> Profile:
         """The named profile (the run's default without one) and its seed: the given one,
-        the fixed one of the CI sequences, or a new one for the long profile."""
+        the fixed one of the CI sequences, or a new one for the long profile (each shard its
+        own: the report records each)."""
         name = profile_name(name, certifying=certifying)
         if drawn is None:
             drawn = random.getrandbits(32) if name == "long" else CI_SEED
-        return cls(name, drawn)
+        return cls(name, drawn, shard)
 
     @property
     def size(self) -> Size:
         return PROFILES[self.name]
 
     @property
+    def shard_seed(self) -> str:
+        """What hypothesis draws this shard's sequences from."""
+        return f"{self.seed}/{self.shard}"
+
+    @property
     def replay(self) -> str:
         return (
             f"convoy-conformance run --model-profile={self.name} --model-seed={self.seed} "
-            f"-k {TEST_NAME} (and the run's other options)"
+            f"-k '{TEST_NAME}[{self.shard}]' "
+            "(and the run's other options)"
         )

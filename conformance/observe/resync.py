@@ -126,6 +126,16 @@ class ResyncClock:
             if self.wait_tick(after=due - guard) is None:
                 return  # the resync stopped: nothing left to keep clear of
 
+    def overdue(self) -> float | None:
+        """Seconds past its due time (the period and the band's late side after the last tick,
+        the controller's start or the sentinel's creation, and a burst's settle period) that
+        the next tick has not come; None while it is not due yet."""
+        started = getattr(self._controller, "started_at", 0.0)
+        last = max([self._created_at, started, *self.ticks()[-1:]])
+        due = last + self.period + self._timing.slack(self.period) + self.settle
+        late = time.monotonic() - due
+        return late if late > 0 else None
+
     def _last_tick(self) -> float | None:
         """The last tick seen; before the first one, the controller's start when the suite
         started it (its resync loop begins after that, so no tick comes a period sooner);

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.install.host import ControllerUnderTest, HostController
 from conformance.model_based import SequenceFailed, World, run_sequences
-from conformance.model_profiles import Profile
+from conformance.model_profiles import SHARDS, Profile
 from conformance.observe.releases import Releases
 from conformance.observe.resync import ResyncClock
 from conformance.report import MODEL_RUN_PROPERTY
@@ -61,8 +61,10 @@ CLAUSES = (
 
 @pytest.mark.clause(*CLAUSES)
 @pytest.mark.starts_first
-@pytest.mark.timeout(3600)  # the long profile's 40 sequences take about 12 minutes
+@pytest.mark.timeout(3600)  # a shard of the long profile: 10 sequences of 12 steps
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_generated_event_sequences_match_the_sync_policy_model(
+    shard: int,
     releases: Releases,
     controller: ControllerUnderTest | None,
     resync_clock: ResyncClock,
@@ -74,6 +76,7 @@ def test_generated_event_sequences_match_the_sync_policy_model(
         pytestconfig.getoption("model_profile"),
         pytestconfig.getoption("model_seed"),
         certifying=pytestconfig.getoption("certify_phase") is not None,
+        shard=shard,
     )
     # A shared controller (kind, a vendor's) is restarted only by a test that has it alone.
     own = controller if isinstance(controller, HostController) else None

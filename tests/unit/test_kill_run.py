@@ -54,7 +54,7 @@ def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> No
     """Not the model-based run: its power is its own kill table (`--tests` its module)."""
     loaded = load()
     chosen = [loaded["sub-second-comparison"], loaded["one-worker"]]
-    model_run = f"conformance/suite/test_model_based.py::{model_profiles.TEST_NAME}"
+    model_run = f"conformance/suite/test_model_based.py::{model_profiles.TEST_NAME}[0]"
     by_clause = {"SYNC-4.same-second": ["conformance/suite/test_sync.py::test_x", model_run]}
     default = {j.name: j.tests for j in jobs(chosen, Path("suite"), by_clause, 2)}
     assert default == {
