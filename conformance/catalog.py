@@ -279,7 +279,7 @@ RULES: tuple[Rule, ...] = (
         (
             "transient-failure",
             "After a transient failure (DeployFailed) the retry applies the "
-            "request, without a new one.",
+            "request, without a new one, while it is pending: not once it is withdrawn.",
         ),
         (
             "failure",

@@ -361,6 +361,32 @@ def failed_request_forgotten() -> None:
         return result
 
 
+@mutant("retry-keeps-a-withdrawn-request", "SYNC-6.transient-failure")
+def retry_keeps_a_withdrawn_request() -> None:
+    """A request whose apply failed is remembered (in memory) for its retries: a retry
+    applies it also when the request was withdrawn (its annotation removed) meanwhile."""
+    failed: dict[str, str] = {}
+    lock = threading.Lock()
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        key, meta = key_of(release), release["metadata"]
+        annotations = meta.get("annotations") or {}
+        with lock:
+            remembered = failed.get(key)
+        if remembered and Annotation.SYNC_REQUESTED_AT not in annotations:
+            annotations = {**annotations, Annotation.SYNC_REQUESTED_AT: remembered}
+            release = {**release, "metadata": {**meta, "annotations": annotations}}
+        result = original(self, release)
+        with lock:
+            requested = annotations.get(Annotation.SYNC_REQUESTED_AT)
+            if result.outcome.reason.transient and requested:
+                failed[key] = requested
+            else:
+                failed.pop(key, None)
+        return result
+
+
 # -- SYNC-7 ------------------------------------------------------------------------------------
 @mutant("automatic-uses-last-handled", "SYNC-7.not-read")
 def automatic_uses_last_handled() -> None:

@@ -16,6 +16,7 @@ from conformance.observe.releases import (
     Releases,
     ago,
     content_object,
+    kinds,
     mid_minute_ago,
     parse_time,
     rfc3339,
@@ -250,6 +251,27 @@ def test_a_failed_apply_leaves_the_request_pending_and_the_retry_applies_it(
     app.releases.recorder.allow_all()  # no new request: only a retry can apply now
     app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
+
+
+@pytest.mark.clause("SYNC-6.transient-failure")
+def test_a_request_withdrawn_before_its_retry_is_not_applied_by_the_retry(
+    releases: Releases, timing: Timing
+) -> None:
+    """The request stays pending after a failure only while its annotation says so: the retry
+    finds it withdrawn and applies nothing. (The model-based run found this unpinned.)"""
+    delay = 2.0
+    app = synced_manual_app(releases, sync_policy={"retryBackoff": {"initial": f"{delay:g}s"}})
+    app.set_content("v2")
+    app.deny_applies(times=1)
+    since = app.releases.recorder.mark()
+    app.request_sync()
+    app.wait_applied("False", "DeployFailed")
+    app.annotate({SYNC_REQUESTED_AT: None})
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", delay + timing.slack(delay))  # the retry's moment
+    refused = app.attempts(since=since, dry_run=False)
+    assert len(refused) == 1, f"applied after the request was withdrawn: {kinds(refused)}"
+    assert app.live_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
 
 
 @pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.transient-failure")

@@ -1,0 +1,62 @@
+"""What the model-based run draws, checked without a cluster: the retryBackoff specs it
+writes, the request times it derives from the Release's state, and each shard's seed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from conformance.model import ReleaseModel, RetryBackoff
+from conformance.model_based import BACKOFFS, backoff_spec, request_time
+from conformance.model_profiles import Profile
+
+HANDLED = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
+
+
+def test_a_backoff_spec_leaves_unset_fields_out() -> None:
+    assert backoff_spec(RetryBackoff()) == {}
+    assert backoff_spec(RetryBackoff(1.0)) == {"initial": "1000ms"}
+    assert backoff_spec(RetryBackoff(1.0, 3.0, 1.5)) == {
+        "initial": "1000ms",
+        "factor": 3.0,
+        "max": "1500ms",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "ladder"),
+    [
+        ("1s", [1.0, 2.0, 4.0]),  # factor unset: 2
+        ("1s-x0.5", [1.0, 2.0, 4.0]),  # below 1: 2
+        ("1s-x1", [1.0, 1.0, 1.0]),
+        ("1s-x1.9", [1.0, 1.9, 1.9**2]),
+        ("3s-x2-max1s", [1.0, 1.0, 1.0]),  # max below initial caps the first retry too
+    ],
+)
+def test_each_drawn_backoff_climbs_the_ladder_the_document_gives(
+    name: str, ladder: list[float]
+) -> None:
+    assert [BACKOFFS[name].delay(n) for n in (1, 2, 3)] == pytest.approx(ladder)
+
+
+def test_request_times_are_relative_to_the_second_of_their_base() -> None:
+    model = ReleaseModel(last_handled_sync=HANDLED)
+    model.sync_requested_at = HANDLED + timedelta(seconds=7, microseconds=250_000)
+    assert request_time(model, "handled", 1.0) == HANDLED + timedelta(seconds=1.4)
+    assert request_time(model, "requested", -5.0) == HANDLED + timedelta(seconds=2.4)
+
+
+def test_a_base_without_a_time_is_now() -> None:
+    before = datetime.now(UTC)
+    assert before <= request_time(ReleaseModel(), "handled", -5.0) <= datetime.now(UTC)
+    ahead = request_time(ReleaseModel(), "now", 3.0)
+    assert before + timedelta(seconds=3) <= ahead <= datetime.now(UTC) + timedelta(seconds=3)
+
+
+def test_each_shard_draws_its_own_sequences_and_replays_alone() -> None:
+    shards = [Profile.chosen("ci", None, certifying=False, shard=n) for n in range(2)]
+    assert shards[0].shard_seed != shards[1].shard_seed
+    assert "-k 'test_generated_event_sequences_match_the_sync_policy_model[1]'" in (
+        shards[1].replay
+    )
