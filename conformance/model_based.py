@@ -2,11 +2,12 @@
 step's observations checked against the sync-policy model (conformance.model).
 
 hypothesis' stateful testing draws the sequences: Releases with each retryBackoff boundary
-(BACKOFFS); /sync requests at chosen times (now, in the past, in the future, the same second as
-the last handled one or the last request, the next, an earlier one), forced or not, with up to
-three applies refused; a refused apply's retry cut short by a crash or a withdrawn request; new
-renders; mode switches; other annotations; controller restarts (where the controller is this
-worker's own: a shared one is restarted only by BACK-5.restart's test, which has it alone).
+(BACKOFFS), at creation and by spec edits; /sync requests at chosen times (now, in the past,
+in the future, the same second as the last handled one or the last request, the next, an
+earlier one), forced or not, with up to three applies refused; a refused apply's retry cut
+short by a crash or a withdrawn request; new renders; mode switches; other annotations;
+controller restarts (where the controller is this worker's own: a shared one is restarted
+only by BACK-5.restart's test, which has it alone).
 Each step waits for a resync-free slot as long as its retries need, causes its event on the
 cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
 order, and the delay of each retry) and what the Release says (Applied, the handled times, the
@@ -76,7 +77,8 @@ RESTART_SECONDS = 8.0
 #: Each retry's allowance beyond its delay: the controller's reconcile and the band's late side.
 RETRY_SECONDS = 1.0
 #: Request times: (what they are relative to, seconds from its second). "handled" is
-#: lastHandledSyncAt, "requested" the last request's time (both: now when there is none).
+#: lastHandledSyncAt, "requested" the last request's time (both: now when there is none, so
+#: that a forced request in automatic mode, say, is in the past or the future too).
 REQUEST_TIMES = {
     "now": ("now", 0.0),
     "3s-ago": ("now", -3.0),
@@ -449,6 +451,18 @@ class SyncPolicyMachine(RuleBasedStateMachine):
             lambda: driver.app.patch({"spec": {"syncPolicy": {"automatic": automatic}}}),
         )
 
+    @rule(backoff=st.sampled_from(sorted(BACKOFFS)))
+    def change_backoff(self, backoff: str) -> None:
+        """A new retryBackoff (a spec edit: a reconcile), so that a sequence climbs several."""
+        driver = self.on
+        # A merge patch keeps the fields it does not name: those left unset are removed.
+        spec = {"initial": None, "factor": None, "max": None} | backoff_spec(BACKOFFS[backoff])
+        driver.step(
+            f"backoff({backoff})",
+            lambda m: m.edit_spec(backoff=BACKOFFS[backoff]),
+            lambda: driver.app.patch({"spec": {"syncPolicy": {"retryBackoff": spec}}}),
+        )
+
     @rule()
     def other_annotation(self) -> None:
         driver = self.on
@@ -526,12 +540,12 @@ def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
 
 def request_time(model: ReleaseModel, base: str, offset: float) -> datetime:
     """A request `offset` seconds from the second of `base` (+0.4 s: sub-second parts differ
-    from the base's), "now" itself for base "now", and now where the base has no time."""
+    from the base's), from now where the base has no time; "now" and its offsets exactly."""
     now = datetime.now(UTC)
     if base == "now":
         return now + timedelta(seconds=offset)
     since = model.last_handled_sync if base == "handled" else model.sync_requested_at
-    return now if since is None else second(since) + timedelta(seconds=offset + 0.4)
+    return second(since or now) + timedelta(seconds=offset + 0.4)
 
 
 def retry_is_far(machine: SyncPolicyMachine) -> bool:

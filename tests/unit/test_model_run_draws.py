@@ -47,9 +47,10 @@ def test_request_times_are_relative_to_the_second_of_their_base() -> None:
     assert request_time(model, "requested", -5.0) == HANDLED + timedelta(seconds=2.4)
 
 
-def test_a_base_without_a_time_is_now() -> None:
-    before = datetime.now(UTC)
-    assert before <= request_time(ReleaseModel(), "handled", -5.0) <= datetime.now(UTC)
+def test_a_base_without_a_time_counts_from_now() -> None:
+    before = datetime.now(UTC).replace(microsecond=0)
+    earlier = request_time(ReleaseModel(), "handled", -5.0)
+    assert before - timedelta(seconds=4.6) <= earlier <= datetime.now(UTC) - timedelta(seconds=4)
     ahead = request_time(ReleaseModel(), "now", 3.0)
     assert before + timedelta(seconds=3) <= ahead <= datetime.now(UTC) + timedelta(seconds=3)
 
