@@ -2,7 +2,8 @@
 
 Where the example tests check the situations their authors thought of, this test draws
 sequences of events (requests at chosen seconds, forced or not, new renders, mode switches,
-refused applies, other annotations, restarts) and checks every reconcile against an executable
+retryBackoff edits, refused applies, crashes and withdrawn requests between a refusal and its
+retry, other annotations, restarts) and checks every reconcile against an executable
 model of the document: what is applied or dry-run, in order, each retry's delay, the Applied
 condition, the handled times and the applied render.
 """
@@ -23,9 +24,9 @@ from conformance.report import MODEL_RUN_PROPERTY
 from conformance.timing import Timing
 
 #: What the drawn events exercise in every run and its own kill table (`mutants --run
-#: --tests` this module) showed it tells apart. Not yet: an earlier request in automatic mode,
-#: a third retry, a forced request's second unlike its reconcile's; restarts, and so BACK-5,
-#: only where drawn.
+#: --tests` this module) showed it tells apart. Not yet: a forced request's second unlike its
+#: reconcile's, a hold between two failures, a factor below 1 climbed past its first retry;
+#: restarts, and so BACK-5, only where drawn.
 CLAUSES = (
     "MODE-1.false",
     "MODE-1.true",
@@ -33,11 +34,15 @@ CLAUSES = (
     "AUTO-1.unchanged",
     "MAN-1.in-sync",
     "MAN-2.never-applied",
+    "MAN-2.different",
     "MAN-3.in-sync",
     "MAN-3.different",
     "MAN-3.never-applied",
     "SYNC-2.later",
+    "SYNC-2.earlier",
+    "SYNC-2.removed",
     "SYNC-3.later",
+    "SYNC-3.not-later",
     "SYNC-4.same-second",
     "SYNC-4.next-second",
     "SYNC-5.after-success",
@@ -48,14 +53,22 @@ CLAUSES = (
     "FORCE-2.manual",
     "FORCE-2.automatic",
     "FORCE-4.after-success",
+    "FORCE-4.after-failure",
+    "FORCE-5.failure",
     "TRIG-1.automatic",
     "TRIG-1.manual",
     "TRIG-2.automatic",
     "TRIG-2.manual",
     "TRIG-3.sync-requested-at",
     "TRIG-3.other-annotation",
+    "TRIG-4.flag",
     "REQ-1.DeployFailed",
     "BACK-1.formula",
+    "BACK-2.unset",
+    "BACK-2.exactly-1",
+    "BACK-3.max",
+    "BACK-3.max-below-initial",
+    "BACK-4.success",
 )
 
 
