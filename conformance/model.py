@@ -117,14 +117,16 @@ class ReleaseModel:
         interval: float | None = None,
         backoff: RetryBackoff | None = None,
     ) -> bool:
-        """A spec edit changes metadata.generation: a reconcile (only the given fields change)."""
+        """A spec edit changes metadata.generation: a reconcile (only the given fields change).
+        An edit that writes the values the spec holds changes no generation: no reconcile."""
+        before = (self.automatic, self.interval, self.backoff)
         if automatic is not None:
             self.automatic = automatic
         if interval is not None:
             self.interval = interval
         if backoff is not None:
             self.backoff = backoff
-        return True
+        return (self.automatic, self.interval, self.backoff) != before
 
     def edit_source(self, render: str) -> bool:
         """A new render: no generation change, so no reconcile of its own."""

@@ -197,3 +197,9 @@ def test_holds_and_successes_are_not_retried_only_reconciled_periodically() -> N
     model = created(interval=5.0)
     held = model.reconcile()
     assert held.reason == "WaitingForSync" and held.due == Due(requeue=None, periodic=5.0)
+
+
+def test_a_spec_edit_that_changes_nothing_starts_no_reconcile() -> None:
+    model = ReleaseModel(automatic=True, backoff=RetryBackoff(1.0, 0.5))
+    assert not model.edit_spec(automatic=True, backoff=RetryBackoff(1.0, 0.5))
+    assert model.edit_spec(backoff=RetryBackoff(1.0))
