@@ -58,6 +58,16 @@ def record(
     return points
 
 
+def against_schedule(times: Sequence[float], period: float) -> list[float]:
+    """The gaps of a periodic timer's events as a timer keeps them: each event's lateness
+    against the schedule of the least-delayed one (`period` apart), plus `period`. A late
+    event shortens the gap after it, but not the timer's schedule: so each event is judged
+    once, and a wrong period by the drift it adds up to."""
+    offsets = [at - k * period for k, at in enumerate(times)]
+    phase = min(offsets, default=0.0)
+    return [period + offset - phase for offset in offsets]
+
+
 def _point(point: Point) -> dict[str, Any]:
     rounded = {k: None if v is None else round(v, 4) for k, v in asdict(point).items()}
     return {**rounded, "ok": point.ok}

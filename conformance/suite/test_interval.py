@@ -188,11 +188,14 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
         f"{', '.join(f'{p:.2f}' for p in periods) or 'none'} s apart "
         f"(--resync {controller_resync:g} s)"
     )
-    points = record("resync sentinel (interval unset)", timing, controller_resync, periods)
-    off = [p.measured for p in points if not p.ok]
+    # Judged against the timer's schedule: a tick whose reconcile came late in its burst
+    # shortens the gap after it, not the resync period.
+    scheduled = measurements.against_schedule(ticks, controller_resync)
+    points = record("resync sentinel (interval unset)", timing, controller_resync, scheduled)
+    off = [round(p.measured - controller_resync, 3) for p in points if not p.ok]
     assert not off, (
-        f"the resync sentinel, a Release without interval, was reconciled {off} s apart, not "
-        f"once per resync period ({controller_resync:g} s)"
+        f"the resync sentinel, a Release without interval, was reconciled off the schedule "
+        f"of one resync period ({controller_resync:g} s): ticks {off} s late against it"
     )
 
 

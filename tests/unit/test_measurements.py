@@ -74,3 +74,14 @@ def test_a_ladder_across_three_decades_is_drawn_on_a_log_scale() -> None:
     labels = re.findall(r"text-anchor='end'>([^<]+)</text>", svg)
     assert {"10 ms", "100 ms", "1 s"} <= set(labels), labels
     assert svg.count("<circle") == len(expected)
+
+
+def test_a_late_tick_is_judged_once_against_the_timers_schedule() -> None:
+    ticks = [0.0, 30.0, 60.7, 90.0, 120.0]  # one reconcile 0.7 s late; the timer on time
+    assert measurements.against_schedule(ticks, 30.0) == pytest.approx([30, 30, 30.7, 30, 30])
+
+
+def test_a_wrong_period_adds_up_to_a_drift() -> None:
+    ticks = [29.5 * k for k in range(6)]
+    lateness = [g - 30.0 for g in measurements.against_schedule(ticks, 30.0)]
+    assert max(lateness) == pytest.approx(2.5)
