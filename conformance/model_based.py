@@ -90,9 +90,6 @@ REQUEST_TIMES = {
     "after-requested": ("requested", 1.0),
     "before-requested": ("requested", -5.0),
 }
-#: How a run of refused applies is cut short before its first retry: the controller killed
-#: (its failure count goes with it), or the request withdrawn (a hold, in manual mode).
-INTERRUPTIONS = ("crash", "withdraw")
 
 
 def seconds_text(seconds: float) -> str:
@@ -192,7 +189,6 @@ class Driver:
         # Pending in manual mode whatever was handled, a future second included.
         at = max(datetime.now(UTC), request_time(self.model, "handled", 1.0))
         since = self._begin(what, refused, restart=True)
-        self._arm_refusals()
         self.app.request_sync(at=at)
         assert self.model.request_sync(at), "the request changes the annotation"
         first = self._predict_one()
@@ -210,12 +206,6 @@ class Driver:
             self.app.quiet((first.due.requeue or 0.0) + self.world.timing.slack(0))
             self._finish([first, held], since, chained_from=2)
 
-    def _arm_refusals(self) -> None:
-        """Armed in the step's slot: a resync tick before it must find applies let through."""
-        if self.refusals:
-            recorder = self.world.releases.recorder
-            recorder.deny(times=self.refusals, name=self.app.object_name, dry_run=False)
-
     def _begin(self, what: str, refused: int, *, restart: bool) -> float:
         """Wait for a resync-free slot as long as the step needs; return the witness' time
         it starts at."""
@@ -231,6 +221,8 @@ class Driver:
         self.steps.append(what)
         self.world.steps += 1
         self.refusals = refused
+        if refused:  # armed in the slot: a resync tick before it must find applies let through
+            self.app.deny_applies(times=refused)
         return self.world.releases.recorder.mark()
 
     def _finish(self, predictions: list[Prediction], since: float, chained_from: int = 0) -> None:
@@ -406,14 +398,10 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         driver = self.on
         at = request_time(driver.model, *REQUEST_TIMES[when])
 
-        def refuse_and_sync() -> None:
-            driver._arm_refusals()
-            driver.app.request_sync(at=at, force=force)
-
         driver.step(
             f"sync({when}{', force' if force else ''}{f'; {refused} refused' if refused else ''})",
             lambda m: m.request_sync(at, force=force),
-            refuse_and_sync,
+            lambda: driver.app.request_sync(at=at, force=force),
             refused=refused,
         )
 
