@@ -66,6 +66,21 @@ def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> No
     assert set(map(tuple, given.values())) == {(model_run,)}
 
 
+def test_each_benign_variant_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
+    """The baseline runs every shard; the variants' runs share them out, all of them."""
+    variants = [m for m in load().values() if m.benign]
+    runs = jobs(variants, Path("suite"), {}, 2)
+    assert "-k" not in runs[0].options
+    kept = {
+        int(job.options[job.options.index("-k") + 1].rpartition("[")[2].rstrip("]"))
+        for job in runs[1:]
+    }
+    assert len(variants) >= model_profiles.SHARDS
+    assert kept == set(range(model_profiles.SHARDS))
+    with_tests = jobs(variants, Path("suite"), {}, 2, ["suite/test_x.py"])
+    assert all("-k" not in job.options for job in with_tests)
+
+
 def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) -> None:
     """A run's control plane and controller are its children: their CPU counts as the run's."""
     spin = "import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
