@@ -325,8 +325,13 @@ RULES: tuple[Rule, ...] = (
         "counts as a request.",
         (
             "wave",
-            "A completed wave sends a /sync to each Release of the next wave; in manual "
-            "mode each is applied.",
+            "A completed wave sends a /sync to each Release of the next wave (the lowest "
+            "above); in manual mode each is applied.",
+        ),
+        (
+            "wave-complete",
+            "A wave completes when every Release of it is Applied and Healthy: one alone "
+            "sends no /sync.",
         ),
         (
             "new-render",
@@ -471,6 +476,15 @@ RULES: tuple[Rule, ...] = (
             "A Release in another namespace (another Cluster) is not reconciled.",
         ),
         ("not-lower-wave", "A higher wave's change does not reconcile a lower wave."),
+        (
+            "to-True",
+            "A status turning True reconciles the higher wave too, before the lower wave is "
+            "complete.",
+        ),
+        (
+            "not-reason-or-message",
+            "A change of a lower wave's reason or message, its status kept, reconciles nothing.",
+        ),
     ),
     rule(
         "TRIG-8",
@@ -589,6 +603,7 @@ RULES: tuple[Rule, ...] = (
         ("hold-WaitingForSync", "After a WaitingForSync hold the count starts again."),
         ("hold-Pinned", "After a Pinned hold the count starts again."),
         ("hold-WaitingForHooks", "After a WaitingForHooks hold the count starts again."),
+        ("hold-WaitingForWave", "After a WaitingForWave hold the count starts again."),
     ),
     rule(
         "BACK-5",

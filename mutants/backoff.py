@@ -137,6 +137,7 @@ def _count_kept_when(keeps: Callable[[Any], bool]) -> None:
     "BACK-4.hold-WaitingForSync",
     "BACK-4.hold-Pinned",
     "BACK-4.hold-WaitingForHooks",
+    "BACK-4.hold-WaitingForWave",
 )
 def hold_keeps_count() -> None:
     """A success or a hold does not reset the failure count."""
@@ -163,6 +164,12 @@ def waiting_for_sync_keeps_count() -> None:
 def waiting_for_hooks_keeps_count() -> None:
     """WaitingForHooks is left out of the holds: it does not reset the failure count."""
     _not_a_hold(Reason.WAITING_FOR_HOOKS)
+
+
+@mutant("WaitingForWave-keeps-count", "BACK-4.hold-WaitingForWave")
+def waiting_for_wave_keeps_count() -> None:
+    """WaitingForWave is left out of the holds: it does not reset the failure count."""
+    _not_a_hold(Reason.WAITING_FOR_WAVE)
 
 
 @mutant("Pinned-keeps-count", "BACK-4.hold-Pinned")

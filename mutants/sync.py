@@ -486,6 +486,22 @@ def wave_sync_to_the_first_release_only() -> None:
         return found[:1]
 
 
+@mutant("wave-sync-to-the-wave-above-by-one", "SYNC-9.wave")
+def wave_sync_to_the_wave_above_by_one() -> None:
+    """A completed wave w sends its /sync to wave w + 1, not to the lowest wave above."""
+
+    @wrap(waves, "next_wave")
+    def next_wave(original, release: Obj, others):
+        above = waves.wave_of(release) + 1
+        return [o for o in original(release, others) if waves.wave_of(o) == above]
+
+
+@mutant("wave-completed-by-any-release", "SYNC-9.wave-complete")
+def wave_completed_by_any_release() -> None:
+    """A wave counts as complete when any one of its Releases becomes Applied and Healthy."""
+    waves.wave_completed = lambda old, new, others: not waves.settled(old) and waves.settled(new)
+
+
 @mutant("no-sync-for-a-healthy-render", "SYNC-9.new-render")
 def no_sync_for_a_healthy_render() -> None:
     """Health assessment reaching a new render sends no /sync."""

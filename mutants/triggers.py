@@ -163,7 +163,13 @@ def inventory_ignored() -> None:
 
 
 # -- TRIG-7 ------------------------------------------------------------------------------------
-@mutant("lower-waves-ignored", "TRIG-7.Healthy", "TRIG-7.Applied", "TRIG-7.every-higher-wave")
+@mutant(
+    "lower-waves-ignored",
+    "TRIG-7.Healthy",
+    "TRIG-7.Applied",
+    "TRIG-7.every-higher-wave",
+    "TRIG-7.to-True",
+)
 def lower_waves_ignored() -> None:
     """A lower wave's condition change starts no reconcile of the higher waves."""
     controller.wave_trigger = lambda event: False
@@ -188,6 +194,36 @@ def wave_trigger_on_healthy_only() -> None:
 def wave_trigger_on_applied_only() -> None:
     """Only a change of the lower wave's Applied status reconciles the higher waves."""
     _wave_trigger_on(ConditionType.APPLIED)
+
+
+def _wave_trigger_when(changed: Callable[[Obj, Obj], bool]) -> None:
+    def trigger(event) -> bool:
+        return (
+            event.type == EventType.MODIFIED
+            and event.old is not None
+            and changed(event.old, event.new)
+        )
+
+    controller.wave_trigger = trigger
+
+
+@mutant("wave-trigger-only-when-a-lower-wave-unsettles", "TRIG-7.to-True")
+def wave_trigger_only_when_a_lower_wave_unsettles() -> None:
+    """Only a lower wave that stops being Applied and Healthy reconciles the higher waves
+    (a wave that settles is left to the observer's /sync)."""
+    _wave_trigger_when(lambda old, new: waves.settled(old) and not waves.settled(new))
+
+
+def _conditions(release: Obj) -> list[tuple[Any, ...]]:
+    conditions = (release.get("status") or {}).get("conditions") or []
+    return [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conditions]
+
+
+@mutant("wave-trigger-on-any-condition-change", "TRIG-7.not-reason-or-message")
+def wave_trigger_on_any_condition_change() -> None:
+    """A change of a lower wave's conditions, reasons and messages included, reconciles the
+    higher waves."""
+    _wave_trigger_when(lambda old, new: _conditions(old) != _conditions(new))
 
 
 @mutant("only-the-next-wave-reconciled", "TRIG-7.every-higher-wave")

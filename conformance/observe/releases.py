@@ -33,6 +33,8 @@ LONG_WAIT = 10.0
 log = logging.getLogger("conformance")
 
 Obj = dict[str, Any]
+#: A test of a Release: has a reconcile seen the change that returned it?
+Revealed = Callable[[Obj], bool]
 
 
 def rfc3339(moment: datetime, offset: timedelta | None = None) -> str:
@@ -197,9 +199,30 @@ class App:
                 raise
             core.create_namespaced_config_map(self.namespace, body)
 
+    def new_render(self, content: str = "v2", *, extra: list[Obj] | None = None) -> Revealed:
+        """Give the source new content (no event); return a test of the Release: has a
+        reconcile since written the new render's renderRef to status? Every reconcile does,
+        holds included, so it reveals a reconcile that applies nothing."""
+        before = self.status()["renderRef"]
+        self.set_content(content, extra=extra)
+        return lambda release: (release.get("status") or {}).get("renderRef") != before
+
     # -- the Release -------------------------------------------------------------------------
     def get(self) -> Obj:
         return self.releases.resource.get(name=self.name, namespace=self.namespace).to_dict()
+
+    def delete(self) -> None:
+        """Delete the Release and wait until it is gone (the controller has let it go)."""
+        self.releases.resource.delete(name=self.name, namespace=self.namespace)
+        poll_until(
+            lambda: read_or_none(self.get) is None,
+            timeout=self.releases.timing.reconcile,
+            step=POLL,
+            failure=lambda: AssertionError(
+                f"Release {self.namespace}/{self.name} not gone "
+                f"{self.releases.timing.reconcile:g} s after its deletion"
+            ),
+        )
 
     def patch(self, body: Obj, *, subresource: str | None = None) -> Obj:
         resource = self.releases.resource

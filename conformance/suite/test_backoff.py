@@ -64,10 +64,11 @@ class Ladder:
     #: the controller's own reconcile time, measured at the Release's first apply
     latency: float = 0.0
 
-    def reserve(self, *ladders: Sequence[float]) -> None:
+    def reserve(self, *ladders: Sequence[float], besides: float = 0.0) -> None:
         """Wait for a resync-free slot long enough for `ladders`, climbed one after the other
-        (each retry takes a reconcile time on top of its delay)."""
-        total = sum(sum(ladder) for ladder in ladders)
+        (each retry takes a reconcile time on top of its delay), and `besides` seconds of
+        other steps."""
+        total = sum(sum(ladder) for ladder in ladders) + besides
         retries = sum(len(ladder) + 1 for ladder in ladders)
         wanted = total + retries * self.latency + self.timing.slack(total)
         # A slow controller's estimate may exceed the period: then the longest slot there is.
@@ -162,20 +163,25 @@ def gaps_of(times: Sequence[float]) -> list[float]:
 def release_with(
     releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> Callable[..., Ladder]:
-    """A Release with this retryBackoff (None: unset) that applied once, as a Ladder to climb.
+    """A Release with this retryBackoff (None: unset) and `spec`, that applied once, as a
+    Ladder to climb.
 
     Automatic by default: it applies at its creation. A manual one applies at a first /sync,
     so that status.lastHandledSyncAt is set.
     """
 
     def make(
-        retry_backoff: dict[str, Any] | None, *, automatic: bool = True, name: str = "web"
+        retry_backoff: dict[str, Any] | None,
+        *,
+        automatic: bool = True,
+        name: str = "web",
+        **spec: Any,
     ) -> Ladder:
         policy: dict[str, Any] = {"automatic": True} if automatic else {}
         if retry_backoff is not None:
             policy["retryBackoff"] = retry_backoff
         since = releases.recorder.mark()
-        app = releases.app(name, sync_policy=policy)
+        app = releases.app(name, sync_policy=policy, **spec)
         if not automatic:
             since = releases.recorder.mark()
             app.request_sync()
@@ -401,6 +407,33 @@ def test_a_pinned_or_waiting_hold_resets_the_failure_count(
     ladder.outlast(4)
     # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
     ladder.climb([1, 2], lambda: subresources.delete(app, subresource), what=f"after {hold}")
+
+
+#: The lower wave's creation and deletion, beside the ladders.
+LOWER_WAVE_SECONDS = 3.0
+
+
+@pytest.mark.clause("BACK-4.hold-WaitingForWave")
+def test_a_waiting_for_wave_hold_resets_the_failure_count(
+    release_with: Callable[..., Ladder],
+) -> None:
+    """An automatic Release of wave 1 fails three times; then a Release of wave 0 appears,
+    whose Widget never turns Healthy, and the retry holds (WaitingForWave). The lower wave goes
+    away again (its deletion starts no reconcile), and a /sync fails: the first delay again.
+    The hold does not end by the lower wave turning Healthy: its status change and its
+    wave's completion would each start a reconcile, two failures at once."""
+    ladder = release_with({"initial": "1s", "factor": 2}, wave=1)
+    app = ladder.app
+    ladder.reserve([1, 2, 4], [1, 2], besides=LOWER_WAVE_SECONDS)
+    ladder.climb([1, 2], app.request_sync, what="3 failures")
+    low = app.releases.app(
+        "low", sync_policy={"automatic": True}, wave=0, extra=[widgets.widget("low-worker")]
+    )
+    app.wait_applied("False", "WaitingForWave")
+    ladder.outlast(4)
+    low.delete()
+    # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
+    ladder.climb([1, 2], app.request_sync, what="after WaitingForWave")
 
 
 @pytest.mark.clause("BACK-5.restart")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +26,7 @@ from conformance.observe.releases import (
     App,
     Obj,
     Releases,
+    Revealed,
     condition,
     condition_status,
     content_object,
@@ -395,8 +395,6 @@ def test_a_transient_failure_is_retried_with_backoff(
 #: What the suite writes into the Applied message of an Unsupported Release (see Unsupported).
 PROBE_MESSAGE = "overwritten by convoy-conformance: a reconcile writes the real message back"
 
-Revealed = Callable[[Obj], bool]
-
 
 class NotTransient:
     """One reason that is not transient, and a change that only a reconcile can reveal."""
@@ -430,9 +428,7 @@ class NewRender(NotTransient):
         return []
 
     def change(self, app: App) -> Revealed:
-        before = app.status()["renderRef"]
-        app.set_content("v2", extra=self.extra())
-        return lambda release: (release.get("status") or {}).get("renderRef") != before
+        return app.new_render(extra=self.extra())
 
 
 class Unappliable(NotTransient):

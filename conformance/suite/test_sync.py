@@ -13,8 +13,10 @@ from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,
     App,
+    Obj,
     Releases,
     ago,
+    condition_status,
     content_object,
     kinds,
     mid_minute_ago,
@@ -472,17 +474,33 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     )
 
 
-@pytest.mark.clause("SYNC-9.wave")
+@pytest.mark.clause("SYNC-9.wave", "SYNC-9.wave-complete")
 def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_completes(
-    releases: Releases,
+    releases: Releases, timing: Timing
 ) -> None:
-    low = releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("low-worker")])
-    next_wave = [releases.app(name, wave=1) for name in ("high", "high-too")]
+    """Wave 0 holds two Releases, and the next wave is wave 5 (the lowest above, not wave 1).
+    The first of wave 0 turning Healthy completes nothing: no /sync. The second completes the
+    wave: each Release of wave 5 gets a /sync, and applies it (manual mode)."""
+    first, last = (
+        releases.app(name, sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget(f"{name}-worker")])
+        for name in ("low", "low-too")
+    )
+    next_wave = [releases.app(name, wave=5) for name in ("high", "high-too")]
     previous = {}
     for app in next_wave:
         app.wait_applied("False", "WaitingForSync")
         previous[app.name] = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
-    widgets.set_health(low, "low-worker", "Healthy")
+
+    def unrequested(release: Obj) -> bool:
+        name = release["metadata"]["name"]
+        return subresources.annotations(release).get(SYNC_REQUESTED_AT) == previous[name]
+
+    widgets.set_health(first, "low-worker", "Healthy")
+    first.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy=True")
+    quiet_one, other = next_wave
+    quiet_one.holds_for(unrequested, "no /sync while wave 0 is not complete", timing.quiet)
+    assert unrequested(other.get()), "a /sync came while wave 0 was not complete"
+    widgets.set_health(last, "low-too-worker", "Healthy")
     for app in next_wave:
         wait_handled(app, wait_for_observer_sync(app, previous[app.name]))
 

@@ -314,6 +314,67 @@ def test_a_lower_wave_applied_change_reconciles_the_higher_wave(
     high.wait_applied("False", "WaitingForWave")
 
 
+def unhealthy_low_wave(releases: Releases, name: str) -> App:
+    """Wave 0, automatic, with a Widget of its own that reports nothing yet: Applied, and
+    Healthy=False (Progressing), so that the waves above it wait."""
+    low = wave_app(releases, name, 0, extra=[widgets.widget(f"{name}-worker")])
+    low.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")
+    return low
+
+
+def waiting_high_wave(releases: Releases) -> App:
+    high = wave_app(releases, "high", 1)
+    high.wait_applied("False", "WaitingForWave")
+    return high
+
+
+@pytest.mark.clause("TRIG-7.to-True")
+def test_a_lower_wave_turning_healthy_reconciles_the_higher_wave_before_its_wave_completes(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """Wave 0 holds two Releases, neither Healthy. One turns Healthy: a status change, but
+    wave 0 is not complete, so no observer /sync comes; the change alone must reconcile wave
+    1, which keeps waiting for the other. The new render of wave 1 reveals that reconcile."""
+    first, second = (unhealthy_low_wave(releases, name) for name in ("low", "low-too"))
+    high = waiting_high_wave(releases)
+    # only the status change can explain a reconcile (a resync tick would reveal the render)
+    resync_clock.quiet_slot(timing.quiet + timing.reconcile)
+    revealed = high.new_render()
+    widgets.set_health(first, "low-worker", "Healthy")
+    first.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy=True")
+    high.wait_for(revealed, "a reconcile after a lower wave's Healthy turned True")
+    assert condition(high.get())["reason"] == "WaitingForWave", f"{second.name} is not Healthy"
+
+
+@pytest.mark.clause("TRIG-7.not-reason-or-message")
+def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wave(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The lower wave's Widget goes from Progressing to Degraded: its Healthy condition
+    changes its reason and message, and stays False."""
+    low = unhealthy_low_wave(releases, "low")
+    high = waiting_high_wave(releases)
+    before = condition(low.get(), "Healthy")
+    resync_clock.quiet_slot(timing.quiet + timing.reconcile)
+    revealed = high.new_render()
+    since = releases.recorder.mark()
+    widgets.set_health(low, "low-worker", "Degraded")
+    after = condition(
+        low.wait_for(
+            lambda r: condition(r, "Healthy")["reason"] != before["reason"],
+            "a new reason of Healthy",
+        ),
+        "Healthy",
+    )
+    assert after["status"] == before["status"], f"Healthy changed its status: {after}"
+    high.holds_for(lambda r: not revealed(r), "no reconcile of the higher wave", timing.quiet)
+    seen = high.traces(since=since)
+    assert seen == [], (
+        f"the lower wave's Healthy reason {before['reason']} -> {after['reason']} reconciled "
+        f"the higher wave: {[a.describe() for a in seen]}"
+    )
+
+
 @pytest.mark.clause("TRIG-7.not-lower-wave")
 def test_a_higher_wave_change_does_not_reconcile_a_lower_wave(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
