@@ -332,6 +332,13 @@ def hold_marks_the_request_handled() -> None:
     _mark_handled_when(api.HOLDS)
 
 
+@mutant("wave-hold-marks-the-request-handled", "SYNC-5.not-while-waiting", "SYNC-6.wait")
+def wave_hold_marks_the_request_handled() -> None:
+    """A reconcile that waits for a lower wave records the pending request as handled (the
+    author took a wave's wait for an outcome of the request)."""
+    _mark_handled_when(frozenset({Reason.WAITING_FOR_WAVE}))
+
+
 @mutant("unappliable-request-dropped", "SYNC-6.failure")
 def unappliable_request_dropped() -> None:
     """A request whose render fails the dry run (Unappliable) is recorded as handled: the

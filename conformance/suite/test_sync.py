@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -325,16 +328,33 @@ def invalid_object(name: str) -> dict:
     return {**content_object(name, "x"), "data": {"content": 1}}
 
 
-#: A request that cannot be applied yet, and how its cause goes away without an event:
-#: (the Release's extra objects and annotations, its reason, the change that removes it).
+def unhealthy_lower_wave(releases: Releases) -> None:
+    releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("low-worker")])
+
+
+@dataclass(frozen=True)
+class NotYet:
+    """A request that cannot be applied yet: the Release's spec and extra objects, and how
+    its cause goes away without an event (what the Release needs first, if anything)."""
+
+    release: dict[str, Any]
+    remove_cause: Callable[[App], object]
+    prepare: Callable[[Releases], object] = lambda releases: None
+
+
 NOT_YET = {
-    "Unappliable": (
+    "Unappliable": NotYet(
         {"extra": [invalid_object("rejected")]},
         lambda app: app.set_content("v1"),  # the render passes the dry run now
     ),
-    "Pinned": (
+    "Pinned": NotYet(
         {"annotations": {PIN: NO_RENDER}},
         lambda app: app.annotate({PIN: None}),  # through the main resource: no event
+    ),
+    "WaitingForWave": NotYet(
+        {"wave": 1},
+        lambda app: App(app.releases, "low").delete(),  # a deletion starts no reconcile
+        unhealthy_lower_wave,
     ),
 }
 
@@ -344,15 +364,17 @@ NOT_YET = {
     [
         case("Unappliable", "Unappliable", "SYNC-5.not-on-failure", "SYNC-6.failure"),
         case("Pinned", "Pinned", "SYNC-5.not-while-waiting", "SYNC-6.wait"),
+        case("WaitingForWave", "WaitingForWave", "SYNC-5.not-while-waiting", "SYNC-6.wait"),
     ],
 )
 def test_a_request_that_fails_or_waits_is_applied_when_a_periodic_reconcile_can(
     releases: Releases, timing: Timing, reason: str
 ) -> None:
-    """Neither reason is retried with backoff: the periodic reconcile, once the cause is gone,
-    applies the request that stayed pending, without a new one."""
-    spec, remove_cause = NOT_YET[reason]
-    app = releases.app("web", sync_policy=PERIODIC, **spec)
+    """None of the reasons is retried with backoff: the periodic reconcile, once the cause is
+    gone, applies the request that stayed pending, without a new one."""
+    not_yet = NOT_YET[reason]
+    not_yet.prepare(releases)
+    app = releases.app("web", sync_policy=PERIODIC, **not_yet.release)
     written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("False", reason)
     app.holds_for(
@@ -360,7 +382,7 @@ def test_a_request_that_fails_or_waits_is_applied_when_a_periodic_reconcile_can(
         f"no lastHandledSyncAt while {reason}",
         timing.quiet_for(INTERVAL),
     )
-    remove_cause(app)
+    not_yet.remove_cause(app)
     app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
 
