@@ -526,6 +526,18 @@ def observer_syncs_every_healthy_assessment() -> None:
             self._request_sync(release, "the render is Healthy")
 
 
+@mutant("observer-syncs-when-healthy-again", "SYNC-9.new-render-once")
+def observer_syncs_when_healthy_again() -> None:
+    """The observer sends a /sync whenever the applied render turns Healthy, the same render
+    again included (it remembers the last assessment, not the renders it announced)."""
+
+    @wrap(observer.Observer, "_announce")
+    def announce(original, self, key: str, release: Obj, old, assessed) -> None:
+        with self._lock:
+            self._announced.pop(key, None)
+        original(self, key, release, old, assessed)
+
+
 @mutant("no-sync-for-a-hook-batch", "SYNC-9.hooks")
 def no_sync_for_a_hook_batch() -> None:
     """A completed hook batch sends no /sync."""

@@ -479,7 +479,8 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     releases: Releases, timing: Timing
 ) -> None:
     """v1 turns Healthy: one /sync, which applies v2 (manual mode). v2 is Healthy from the
-    apply on (its reconcile's own assessment says so), and stays Healthy: no more /sync."""
+    apply on (its reconcile's own assessment says so), and stays Healthy: no more /sync. Nor
+    when v2 turns Degraded and then Healthy again: it is no new render."""
     app = releases.app("web", extra=[widgets.widget("worker")])
     previous = app.request_sync(at=ago(3))
     app.wait_applied("True", "Applied")
@@ -489,11 +490,16 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     wait_handled(app, request)  # manual mode: the observer's /sync was a request
     assert app.live_object()["data"] == {"content": "v2"}
     handled = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
-    app.holds_for(
-        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == handled,
-        "no further /sync while the render stays Healthy",
-        timing.quiet_for(2.0),
-    )
+    quiet = timing.quiet_for(2.0)
+
+    def no_new_sync(release: Obj) -> bool:
+        return subresources.annotations(release).get(SYNC_REQUESTED_AT) == handled
+
+    app.holds_for(no_new_sync, "no further /sync while the render stays Healthy", quiet)
+    for health, status in (("Degraded", "False"), ("Healthy", "True")):
+        widgets.set_health(app, "worker", health)
+        app.wait_for(lambda r, s=status: condition_status(r, "Healthy") == s, f"Healthy={status}")
+    app.holds_for(no_new_sync, "no /sync when the same render turns Healthy again", quiet)
 
 
 @pytest.mark.clause("SYNC-9.wave", "SYNC-9.wave-complete")
