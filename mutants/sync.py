@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from convoy import (
     api,
     controller,
+    hooks,
     observer,
     policy,
     reconciler,
@@ -536,6 +538,27 @@ def observer_syncs_when_healthy_again() -> None:
         with self._lock:
             self._announced.pop(key, None)
         original(self, key, release, old, assessed)
+
+
+def _hook_syncs_only_when(notifies: Callable[[Any], bool]) -> None:
+    @wrap(observer.Observer, "_check_hooks")
+    def check_hooks(original, self, key: str, release: Obj, target) -> None:
+        waiting = self._hooks.waiting(key)
+        if waiting is None or notifies(waiting):
+            original(self, key, release, target)
+
+
+@mutant("no-sync-for-a-postApply-batch", "SYNC-9.hooks")
+def no_sync_for_a_post_apply_batch() -> None:
+    """Only a preApply batch sends a /sync when it completes; a postApply batch waits for
+    the next periodic reconcile."""
+    _hook_syncs_only_when(lambda waiting: waiting.phase == hooks.PRE_APPLY)
+
+
+@mutant("sync-for-the-first-hook-batch-only", "SYNC-9.hooks")
+def sync_for_the_first_hook_batch_only() -> None:
+    """Only the first batch of a phase sends a /sync when it completes."""
+    _hook_syncs_only_when(lambda waiting: waiting.index == 0)
 
 
 @mutant("no-sync-for-a-hook-batch", "SYNC-9.hooks")

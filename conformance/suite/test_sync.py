@@ -19,6 +19,7 @@ from conformance.observe.releases import (
     Obj,
     Releases,
     ago,
+    applied_is,
     condition_status,
     content_object,
     kinds,
@@ -533,18 +534,42 @@ def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_com
         wait_handled(app, wait_for_observer_sync(app, previous[app.name]))
 
 
-@pytest.mark.clause("SYNC-9.hooks")
+#: Lifecycle hooks, by case: each batch the Release waits for sends its own /sync.
+HOOK_BATCHES = {
+    "preApply": {"preApply": [["migrate"]]},
+    "two-preApply-batches": {"preApply": [["migrate"], ["seed"]]},
+    "postApply": {"postApply": [["notify"]]},
+}
+
+
+@pytest.mark.parametrize("hooks", [case(h, h, "SYNC-9.hooks") for h in HOOK_BATCHES])
 def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
-    releases: Releases, resync_clock: ResyncClock, timing: Timing
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, hooks: str
 ) -> None:
-    hooks = {"preApply": [[widgets.widget("migrate")]]}
-    app = releases.app("web", annotations={f"{GROUP}/lifecycle": json.dumps(hooks)})
-    previous = app.request_sync(at=ago(3))
-    app.wait_applied("False", "WaitingForHooks")
-    # A resync reconcile would find the batch done before the observer could say so.
-    resync_clock.quiet_slot(timing.reconcile)
-    widgets.set_health(app, "migrate", "Healthy")
-    request = wait_for_observer_sync(app, previous)
+    """Manual mode: each batch the Release waits for (WaitingForHooks), before or after the
+    apply, sends one /sync when it turns Healthy; that request runs the next batch, and the
+    last one's finishes the sync."""
+    phases = HOOK_BATCHES[hooks]
+    annotation = {
+        phase: [[widgets.widget(name) for name in batch] for batch in batches]
+        for phase, batches in phases.items()
+    }
+    app = releases.app("web", annotations={f"{GROUP}/lifecycle": json.dumps(annotation)})
+    app.request_sync(at=ago(3))
+    for batch in (batch for batches in phases.values() for batch in batches):
+        app.wait_for(
+            lambda r, batch=batch: (
+                applied_is(r, "False", "WaitingForHooks")
+                and all(widgets.exists(app, name) for name in batch)
+            ),
+            f"WaitingForHooks, batch {batch}",
+        )
+        previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+        # A resync reconcile would find the batch done before the observer could say so.
+        resync_clock.quiet_slot(timing.reconcile)
+        for name in batch:
+            widgets.set_health(app, name, "Healthy")
+        request = wait_for_observer_sync(app, previous)
     wait_handled(app, request)
     app.wait_applied("True", "Applied")
 
