@@ -604,6 +604,10 @@ RULES: tuple[Rule, ...] = (
         ("hold-Pinned", "After a Pinned hold the count starts again."),
         ("hold-WaitingForHooks", "After a WaitingForHooks hold the count starts again."),
         ("hold-WaitingForWave", "After a WaitingForWave hold the count starts again."),
+        (
+            "nothing-else",
+            "Nothing else resets it: a failure after a spec change or a /sync counts on.",
+        ),
     ),
     rule(
         "BACK-5",

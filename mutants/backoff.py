@@ -166,6 +166,26 @@ def waiting_for_hooks_keeps_count() -> None:
     _not_a_hold(Reason.WAITING_FOR_HOOKS)
 
 
+def _count_reset_by(trigger: str) -> None:
+    @wrap(controller.Controller, "enqueue")
+    def enqueue(original, self, key: str, why: str) -> None:
+        if why == trigger:
+            self.queue.forget(key)
+        original(self, key, why)
+
+
+@mutant("spec-change-resets-count", "BACK-4.nothing-else")
+def spec_change_resets_count() -> None:
+    """A spec change resets the failure count (the author took a new spec for a new start)."""
+    _count_reset_by("generation-changed")
+
+
+@mutant("sync-resets-count", "BACK-4.nothing-else")
+def sync_resets_count() -> None:
+    """A /sync resets the failure count (a user's request starts the ladder again)."""
+    _count_reset_by("sync-requested")
+
+
 @mutant("WaitingForWave-keeps-count", "BACK-4.hold-WaitingForWave")
 def waiting_for_wave_keeps_count() -> None:
     """WaitingForWave is left out of the holds: it does not reset the failure count."""

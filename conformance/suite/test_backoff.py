@@ -409,6 +409,44 @@ def test_a_pinned_or_waiting_hold_resets_the_failure_count(
     ladder.climb([1, 2], lambda: subresources.delete(app, subresource), what=f"after {hold}")
 
 
+#: Events that start a reconcile between two failures, and reset nothing: a spec change
+#: (a max equal to the default changes the generation, not the ladder), and a /sync.
+BETWEEN_FAILURES: dict[str, Callable[[App], object]] = {
+    "spec-change": lambda app: app.patch(
+        {"spec": {"syncPolicy": {"retryBackoff": {"max": f"{DEFAULT_MAX:g}s"}}}}
+    ),
+    "sync": lambda app: app.request_sync(),
+}
+
+
+@pytest.mark.parametrize("event", [case(e, e, "BACK-4.nothing-else") for e in BETWEEN_FAILURES])
+def test_an_event_between_failures_does_not_reset_the_failure_count(
+    release_with: Callable[..., Ladder], timing: Timing, event: str
+) -> None:
+    """Three failures, then an event whose reconcile fails too: failure 4. The count goes on,
+    so the next retry waits 8 s, or comes when the one due 4 s after the third failure does;
+    a reset count would retry 1 s after the event's failure."""
+    ladder = release_with({"initial": "1s", "factor": 2})
+    app = ladder.app
+    ladder.reserve([1, 2, 4], besides=timing.reconcile)
+    ladder.climb([1, 2], app.request_sync, what="3 failures")
+    since = app.releases.recorder.mark()
+    BETWEEN_FAILURES[event](app)
+    failed = app.wait_attempts(since=since)[0].at
+    first_delay = 1 + timing.slack(1, ladder.latency)
+    due = ladder.last_attempt + 4 - timing.early
+    assert failed + first_delay < due, f"the {event} came too late to tell the delays apart"
+    seen = app.quiet(first_delay - (app.releases.recorder.mark() - failed), since=failed + 1e-6)
+    print(
+        f"{event} {failed - ladder.last_attempt:.2f} s after the third failure; "
+        f"{len(seen)} attempt(s) in the {first_delay:.2f} s after its failure"
+    )
+    assert seen == [], (
+        f"a retry {seen[0].at - failed:.2f} s after the failure that followed the {event}: "
+        "the first delay, as if the count had been reset"
+    )
+
+
 #: The lower wave's creation and deletion, beside the ladders.
 LOWER_WAVE_SECONDS = 3.0
 
