@@ -92,10 +92,11 @@ class Reconciler:
         result = Result(Outcome(False, Reason.INVALID_SPEC, ""), None, status)
         result.inventory = self._context.inventory(object_key(release))
         try:
-            result.policy = SyncPolicy.of(release)
             requests = Requests.of(release)
             forced = requests.force_pending
             try:
+                # Inside: a spec that cannot be read (InvalidSpec) still uses up the force.
+                result.policy = SyncPolicy.of(release)
                 result.outcome = self._sync(release, result, requests, forced)
             finally:
                 if forced:
