@@ -460,6 +460,10 @@ RULES: tuple[Rule, ...] = (
         TRIGGERS,
         "New health data written by the observer to the ReleaseInventory starts a reconcile.",
         ("new-health", "A change of health in the inventory starts a reconcile."),
+        (
+            "new-entries",
+            "A change of one object's health starts one too, the render's health unchanged.",
+        ),
     ),
     rule(
         "TRIG-7",
@@ -549,6 +553,7 @@ RULES: tuple[Rule, ...] = (
             "per-release",
             "Each Release keeps its own interval beside another one in the same namespace.",
         ),
+        ("changed", "A changed interval is the period from the next reconcile on."),
     ),
     rule(
         "INT-2",
@@ -564,6 +569,7 @@ RULES: tuple[Rule, ...] = (
         "events start one.",
         ("unset", "Interval unset: no periodic reconcile."),
         ("zero", 'Interval 0 ("0s", "0"): no periodic reconcile.'),
+        ("changed-to-zero", "An interval changed to 0 stops the periodic reconcile."),
     ),
     rule(
         "BACK-1",
@@ -606,7 +612,8 @@ RULES: tuple[Rule, ...] = (
         ("hold-WaitingForWave", "After a WaitingForWave hold the count starts again."),
         (
             "nothing-else",
-            "Nothing else resets it: a failure after a spec change or a /sync counts on.",
+            "Nothing else resets it: a failure after a spec change, a /sync or a failure "
+            "that is not transient counts on.",
         ),
     ),
     rule(

@@ -186,6 +186,18 @@ def sync_resets_count() -> None:
     _count_reset_by("sync-requested")
 
 
+@mutant("any-outcome-without-a-retry-resets-count", "BACK-4.nothing-else")
+def any_outcome_without_a_retry_resets_count() -> None:
+    """Every reconcile that schedules no backoff retry resets the failure count (client-go's
+    habit of Forget whenever an item is not rate-limited), Unappliable included."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        if not result.outcome.reason.transient:
+            self.queue.forget(key)
+        return original(self, key, result)
+
+
 @mutant("WaitingForWave-keeps-count", "BACK-4.hold-WaitingForWave")
 def waiting_for_wave_keeps_count() -> None:
     """WaitingForWave is left out of the holds: it does not reset the failure count."""

@@ -125,6 +125,21 @@ def interval_kept_per_namespace() -> None:
         return original(self, key, result)
 
 
+@mutant("interval-read-once", "INT-1.changed", "INT-3.changed-to-zero")
+def interval_read_once() -> None:
+    """The interval is read at a Release's first reconcile and kept in memory: a changed
+    interval is ignored until a restart."""
+    first: dict[str, float] = {}
+    lock = threading.Lock()
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        with lock:
+            interval = first.setdefault(release["metadata"]["uid"], read.interval)
+        return _with_interval(read, interval)
+
+
 @mutant("drift-checked-every-3s", "INT-2.period")
 def drift_checked_every_3s() -> None:
     """The observer checks drift every 3 seconds, whatever the Release's interval."""

@@ -162,6 +162,21 @@ def inventory_ignored() -> None:
     controller.inventory_trigger = lambda event: None
 
 
+@mutant("inventory-entries-ignored", "TRIG-6.new-entries")
+def inventory_entries_ignored() -> None:
+    """Only the inventory's renderRef and render health count as new health data, not the
+    health of each object."""
+
+    def trigger(event) -> str | None:
+        if event.type != EventType.MODIFIED or event.old is None:
+            return None
+        old, new = event.old.get("status") or {}, event.new.get("status") or {}
+        changed = any(old.get(f) != new.get(f) for f in ("renderRef", "health"))
+        return "inventory-health" if changed else None
+
+    controller.inventory_trigger = trigger
+
+
 # -- TRIG-7 ------------------------------------------------------------------------------------
 @mutant(
     "lower-waves-ignored",

@@ -86,6 +86,12 @@ def content_object(name: str, content: str) -> Obj:
     }
 
 
+def invalid_object(name: str) -> Obj:
+    """A ConfigMap whose data is not a string: the API server rejects it in the pre-apply dry
+    run (Unappliable)."""
+    return {**content_object(name, "x"), "data": {"content": 1}}
+
+
 @dataclass
 class Releases:
     """Releases and their sources in the test's namespace."""

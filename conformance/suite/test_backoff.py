@@ -22,7 +22,7 @@ from conformance import measurements
 from conformance.install.host import ControllerUnderTest
 from conformance.marks import case
 from conformance.observe import subresources, widgets
-from conformance.observe.releases import NO_RENDER, App, Releases, parse_time
+from conformance.observe.releases import NO_RENDER, App, Releases, invalid_object, parse_time
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import WitnessTimeout
 from conformance.timing import Timing
@@ -409,13 +409,25 @@ def test_a_pinned_or_waiting_hold_resets_the_failure_count(
     ladder.climb([1, 2], lambda: subresources.delete(app, subresource), what=f"after {hold}")
 
 
+def unappliable_then_sync(app: App) -> None:
+    """A reconcile that fails without being transient (Unappliable: its render fails the
+    dry run), then the render mended and a /sync."""
+    app.set_content("v1", extra=[invalid_object("rejected")])
+    app.request_sync()
+    app.wait_applied("False", "Unappliable")
+    app.set_content("v1")
+    app.request_sync()
+
+
 #: Events that start a reconcile between two failures, and reset nothing: a spec change
-#: (a max equal to the default changes the generation, not the ladder), and a /sync.
+#: (a max equal to the default changes the generation, not the ladder), a /sync, and a
+#: failure that is not transient (neither a success nor a hold).
 BETWEEN_FAILURES: dict[str, Callable[[App], object]] = {
     "spec-change": lambda app: app.patch(
         {"spec": {"syncPolicy": {"retryBackoff": {"max": f"{DEFAULT_MAX:g}s"}}}}
     ),
     "sync": lambda app: app.request_sync(),
+    "Unappliable": unappliable_then_sync,
 }
 
 
@@ -423,7 +435,8 @@ BETWEEN_FAILURES: dict[str, Callable[[App], object]] = {
 def test_an_event_between_failures_does_not_reset_the_failure_count(
     release_with: Callable[..., Ladder], timing: Timing, event: str
 ) -> None:
-    """Three failures, then an event whose reconcile fails too: failure 4. The count goes on,
+    """Three failures, then an event whose reconcile fails too: failure 4 (an Unappliable
+    reconcile between them counts no failure, and resets nothing). The count goes on,
     so the next retry waits 8 s, or comes when the one due 4 s after the third failure does;
     a reset count would retry 1 s after the event's failure."""
     ladder = release_with({"initial": "1s", "factor": 2})

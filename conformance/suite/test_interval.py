@@ -118,6 +118,56 @@ def test_a_manual_release_is_reconciled_every_interval_too(
         print(f"{content} reported {releases.recorder.mark() - changed:.2f} s after the change")
 
 
+#: A changed interval, by case: what it is changed to, from 1s, and its seconds.
+CHANGED_INTERVALS = {"2300ms": INTERVALS["2300ms"], "0s": 0.0}
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        case("2300ms", "to-2300ms", "INT-1.changed"),
+        case("0s", "to-0s", "INT-3.changed-to-zero"),
+    ],
+)
+def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
+    releases: Releases, timing: Timing, resync_clock: ResyncClock, written: str
+) -> None:
+    """interval 1s, then changed by a spec edit. The edit's reconcile, and the one the old
+    interval had already scheduled (at most 1 s after the last), may come; after them the
+    reconciles come the new interval apart, or none come with 0s."""
+    old, new = 1.0, CHANGED_INTERVALS[written]
+    transition = old + timing.slack(old)
+    measure = 3 * new + timing.slack(3 * new) if new else timing.quiet
+    resync_clock.quiet_slot(timing.reconcile + 2 * transition + measure)
+    app = releases.app("web", sync_policy={**AUTOMATIC, "interval": "1s"})
+    app.wait_attempts(count=2, timeout=timing.reconcile + transition)  # the 1s period runs
+    since = releases.recorder.mark()
+    app.patch({"spec": {"syncPolicy": {"interval": written}}})
+    edited = first_attempt(app, since, timing.reconcile)
+    latency = edited.at - since
+    settled = edited.at + transition
+    if new:
+        attempts = app.wait_attempts(
+            count=4, since=settled, timeout=settled + measure - releases.recorder.mark()
+        )[:4]
+        gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
+        print(f"interval 1s -> {written}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
+        points = record(f"interval 1s -> {written}: apply attempts", timing, new, gaps, latency)
+        wrong = [f"{p.measured:.3f} s" for p in points if not p.ok]
+        assert not wrong, (
+            f"after the change to {written}, reconciles came {', '.join(wrong)} apart, not "
+            f"{timing.band_text(new, latency)}{ticks_note(resync_clock, settled, attempts[-1].at)}"
+        )
+        return
+    seen = app.quiet(settled + measure - releases.recorder.mark(), since=settled)
+    print(f"interval 1s -> {written}: {len(seen)} attempt(s) in {measure:g} s after the change")
+    note = ticks_note(resync_clock, settled, settled + measure)
+    assert seen == [], (
+        f"reconciled after the interval was changed to {written}: "
+        f"{'; '.join(a.describe() for a in seen)}{note}"
+    )
+
+
 def first_attempt(app: App, since: float, timeout: float) -> Attempt:
     return app.wait_attempts(since=since, timeout=timeout)[0]
 

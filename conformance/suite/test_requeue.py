@@ -30,6 +30,7 @@ from conformance.observe.releases import (
     condition,
     condition_status,
     content_object,
+    invalid_object,
     not_by_suite,
 )
 from conformance.observe.resync import ResyncClock
@@ -442,8 +443,7 @@ class Unappliable(NotTransient):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         app = App(releases, NAME)
-        invalid = {**content_object(self.rejected, "x"), "data": {"content": 1}}
-        app.set_content("v1", extra=[invalid])
+        app.set_content("v1", extra=[invalid_object(self.rejected)])
         create_release(app, sync_policy)
         return app
 

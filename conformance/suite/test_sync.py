@@ -22,6 +22,7 @@ from conformance.observe.releases import (
     applied_is,
     condition_status,
     content_object,
+    invalid_object,
     kinds,
     mid_minute_ago,
     parse_time,
@@ -322,11 +323,6 @@ def test_a_request_applied_but_waiting_for_health_is_not_handled_yet(
         "no lastHandledSyncAt while the postApply hooks wait",
         timing.quiet,
     )
-
-
-def invalid_object(name: str) -> dict:
-    """A ConfigMap whose data is not a string: the API server rejects it in the dry run."""
-    return {**content_object(name, "x"), "data": {"content": 1}}
 
 
 def unhealthy_lower_wave(releases: Releases) -> None:

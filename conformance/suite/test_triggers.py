@@ -18,6 +18,7 @@ from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,
     App,
+    Obj,
     Releases,
     condition,
     condition_status,
@@ -224,6 +225,22 @@ def test_a_long_resync_flag_defers_the_resync_past_the_default_period(
 # -- TRIG-6, TRIG-7: the observer and the waves -----------------------------------------------
 
 
+def assert_reconciled_by_the_inventory(
+    app: App, resync_clock: ResyncClock, timing: Timing, change: Callable[[], object]
+) -> None:
+    """Make `change` to a Widget in a resync-free slot: the observer's new health data, not
+    a /sync, must start a reconcile (an apply attempt of the automatic Release)."""
+    app.settle()  # the observer's /syncs of the setup were handled, and nothing runs
+    resync_clock.quiet_slot(timing.reconcile)
+    requested = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+    since = app.releases.recorder.mark()
+    change()
+    app.wait_attempts(since=since)
+    assert subresources.annotations(app.get()).get(SYNC_REQUESTED_AT) == requested, (
+        "the reconcile came from a /sync, not from the inventory"
+    )
+
+
 @pytest.mark.clause("TRIG-6.new-health")
 def test_new_health_data_in_the_inventory_starts_a_reconcile(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
@@ -231,19 +248,33 @@ def test_new_health_data_in_the_inventory_starts_a_reconcile(
     app = releases.app("web", sync_policy=AUTOMATIC, extra=[widgets.widget("worker")])
     widgets.set_health(app, "worker", "Healthy")
     app.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy")
-    app.settle()  # the observer's /sync for the Healthy render was handled, and nothing runs
-    resync_clock.quiet_slot(timing.reconcile)
-    requested = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
-    since = app.releases.recorder.mark()
-    widgets.set_health(app, "worker", "Degraded")  # the observer writes new health data
-    app.wait_attempts(since=since)
+    assert_reconciled_by_the_inventory(
+        app, resync_clock, timing, lambda: widgets.set_health(app, "worker", "Degraded")
+    )
     app.wait_for(
         lambda r: condition_status(r, "Healthy") == "False",
         "Healthy=False after the reconcile",
     )
-    assert subresources.annotations(app.get()).get(SYNC_REQUESTED_AT) == requested, (
-        "the reconcile came from a /sync, not from the inventory"
+
+
+@pytest.mark.clause("TRIG-6.new-entries")
+def test_new_health_of_one_object_starts_a_reconcile_while_the_render_health_stays(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """One Widget Degraded, one not reporting yet: the render is Degraded. The second turns
+    Healthy: the inventory's entry for it changes, the render's health does not."""
+    extra = [widgets.widget("broken"), widgets.widget("starting")]
+    app = releases.app("web", sync_policy=AUTOMATIC, extra=extra)
+    widgets.set_health(app, "broken", "Degraded")
+
+    def degraded(release: Obj) -> bool:
+        return (condition(release, "Healthy") or {}).get("reason") == "Degraded"
+
+    app.wait_for(degraded, "Healthy=False, Degraded")
+    assert_reconciled_by_the_inventory(
+        app, resync_clock, timing, lambda: widgets.set_health(app, "starting", "Healthy")
     )
+    assert degraded(app.get()), "the render's health changed: the test is void"
 
 
 def wave_app(releases: Releases, name: str, wave: int, **spec) -> App:
