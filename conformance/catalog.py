@@ -560,6 +560,7 @@ RULES: tuple[Rule, ...] = (
         INTERVAL,
         "The observer checks for drift on the same interval.",
         ("period", "Drift checks come one interval apart."),
+        ("automatic", "An automatic Release's drift is checked on its interval too."),
         ("no-interval", "Without an interval there are no drift checks."),
     ),
     rule(

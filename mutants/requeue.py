@@ -146,6 +146,21 @@ def drift_checked_every_3s() -> None:
     observer._interval = lambda release: 3.0
 
 
+@mutant("drift-checked-only-in-manual-mode", "INT-2.automatic")
+def drift_checked_only_in_manual_mode() -> None:
+    """The observer checks no drift of an automatic Release ("its reconciles mend drift
+    anyway")."""
+
+    @wrap(observer.Observer, "_drift_if_due")
+    def drift_if_due(original, self, key: str, release: Obj, status: Obj, target):
+        try:
+            if policy.SyncPolicy.of(release).automatic:
+                return None
+        except policy.SpecError:
+            pass
+        return original(self, key, release, status, target)
+
+
 @mutant("drift-checked-without-an-interval", "INT-2.no-interval")
 def drift_checked_without_an_interval() -> None:
     """Without an interval the observer checks drift at each of its observations."""

@@ -137,7 +137,8 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     reconciles come the new interval apart, or none come with 0s."""
     old, new = 1.0, CHANGED_INTERVALS[written]
     transition = old + timing.slack(old)
-    measure = 3 * new + timing.slack(3 * new) if new else timing.quiet
+    # four attempts after the transition: the first comes up to one new interval after it
+    measure = 4 * new + timing.slack(4 * new) if new else timing.quiet
     resync_clock.quiet_slot(timing.reconcile + 2 * transition + measure)
     app = releases.app("web", sync_policy={**AUTOMATIC, "interval": "1s"})
     app.wait_attempts(count=2, timeout=timing.reconcile + transition)  # the 1s period runs
@@ -266,8 +267,9 @@ def sentinel_tick(resync_clock: ResyncClock, at: float, within: float, unexplain
     )
 
 
-def drift_checks(app: App, count: int, budget: float) -> list[datetime]:
-    """The times of `count` drift checks that find the App's object drifted."""
+def drift_checks(app: App, count: int, budget: float, *, drifted: bool = True) -> list[datetime]:
+    """The times of `count` drift checks, the last one finding the App's object drifted
+    (unless not `drifted`: an automatic Release mends its drift at each reconcile)."""
     checks: list[datetime] = []
 
     def drift_recorded() -> bool:
@@ -276,9 +278,9 @@ def drift_checks(app: App, count: int, budget: float) -> list[datetime]:
         if checked and (not checks or parse_time(checked) != checks[-1]):
             checks.append(parse_time(checked))
         names = [ref["name"] for ref in status.get("drift") or []]
-        return app.object_name in names and len(checks) >= count
+        return (app.object_name in names or not drifted) and len(checks) >= count
 
-    app.wait_for(lambda _: drift_recorded(), f"drift recorded in {count} drift checks", budget)
+    app.wait_for(lambda _: drift_recorded(), f"{count} drift checks", budget)
     return checks
 
 
@@ -291,13 +293,31 @@ def drifted_manual_app(releases: Releases, sync_policy: dict) -> App:
     return app
 
 
-@pytest.mark.parametrize("written", [case(w, w, "INT-2.period") for w in INTERVALS])
+def applied_automatic_app(releases: Releases, sync_policy: dict) -> App:
+    """An automatic Release: each reconcile mends drift, and the observer still checks it."""
+    app = releases.app("web", sync_policy={**AUTOMATIC, **sync_policy})
+    app.wait_applied("True", "Applied")
+    return app
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        *(case((w, True), w, "INT-2.period") for w in INTERVALS),
+        case(("2300ms", False), "automatic-2300ms", "INT-2.automatic"),
+    ],
+)
 def test_the_observer_checks_drift_on_the_release_interval(
-    releases: Releases, timing: Timing, written: str
+    releases: Releases, timing: Timing, target: tuple[str, bool]
 ) -> None:
+    """A manual Release that drifted, and an automatic one (its reconciles mend drift, its
+    drift is checked all the same): driftCheckedAt advances every interval."""
+    written, manual = target
     interval = INTERVALS[written]
-    app = drifted_manual_app(releases, {"interval": written})
-    checks = drift_checks(app, 4, 4 * interval + timing.slack(interval) + timing.reconcile)
+    made = drifted_manual_app if manual else applied_automatic_app
+    app = made(releases, {"interval": written})
+    budget = 4 * interval + timing.slack(interval) + timing.reconcile
+    checks = drift_checks(app, 4, budget, drifted=manual)
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(checks)][1:]
     print(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "
