@@ -179,6 +179,21 @@ def force_handled_at_the_reconcile_time() -> None:
         return result
 
 
+@mutant("force-handled-at-the-sync-time", "FORCE-5.success")
+def force_handled_at_the_sync_time() -> None:
+    """lastHandledForceSyncAt takes the time of sync-requested-at (the POST writes both the
+    same), not that of the forced request."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        previous = (release.get("status") or {}).get("lastHandledForceSyncAt")
+        sync_at = policy.Requests.of(release).sync_at
+        if result.status.get("lastHandledForceSyncAt") not in (None, previous) and sync_at:
+            result.status["lastHandledForceSyncAt"] = reconciler.second(sync_at)
+        return result
+
+
 def _force_handled_only_when(accepted: Any) -> None:
     @wrap(reconciler.Reconciler, "reconcile")
     def reconcile(original, self, release: Obj):

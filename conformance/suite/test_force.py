@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,6 +17,7 @@ from conformance.observe.releases import (
     condition_status,
     kinds,
     parse_time,
+    rfc3339,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
@@ -71,6 +72,23 @@ def test_in_automatic_mode_a_forced_request_skips_the_dry_run_of_one_reconcile(
     assert kinds(app.attempts(since=since)) == ["dry-run", "apply"], (
         "the reconcile after the forced one skipped the dry run"
     )
+
+
+@pytest.mark.clause("FORCE-5.success")
+def test_the_force_is_handled_with_its_own_time_not_the_sync_requests(
+    releases: Releases,
+) -> None:
+    """Both annotations in one write, the force three seconds before the /sync (as any client
+    may write them): lastHandledForceSyncAt takes the force annotation's second."""
+    app = releases.app("web", sync_policy=AUTOMATIC)
+    app.wait_applied("True", "Applied")
+    now = datetime.now(UTC)
+    forced = now - timedelta(seconds=3)
+    since = app.releases.recorder.mark()
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(now), SYNC_FORCE_REQUESTED_AT: rfc3339(forced)})
+    app.wait_attempts(since=since)
+    wait_force_handled(app, forced)
+    assert kinds(app.attempts(since=since)) == ["apply"], "the forced reconcile ran a dry run"
 
 
 @pytest.mark.clause("FORCE-2.own-release")
