@@ -136,20 +136,24 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     interval had already scheduled (at most 1 s after the last), may come; after them the
     reconciles come the new interval apart, or none come with 0s."""
     old, new = 1.0, CHANGED_INTERVALS[written]
-    transition = old + timing.slack(old)
-    # four attempts after the transition: the first comes up to one new interval after it
-    measure = 4 * new + timing.slack(4 * new) if new else timing.quiet
-    resync_clock.quiet_slot(timing.reconcile + 2 * transition + measure)
+    # The slot: two 1s periods, the edit's and the transition's, then four new periods (or
+    # the quiet period), each with its slack; as long as a resync period allows.
+    periods = [old] * 3 + ([new] * 4 if new else [timing.quiet])
+    wanted = timing.slack(0) + sum(p + timing.slack(p) for p in periods)
+    resync_clock.quiet_slot(min(wanted, resync_clock.longest_slot()))
     app = releases.app("web", sync_policy={**AUTOMATIC, "interval": "1s"})
-    app.wait_attempts(count=2, timeout=timing.reconcile + transition)  # the 1s period runs
+    app.wait_attempts(count=2, timeout=timing.reconcile + 2 * (old + timing.slack(old)))
     since = releases.recorder.mark()
     app.patch({"spec": {"syncPolicy": {"interval": written}}})
     edited = first_attempt(app, since, timing.reconcile)
-    latency = edited.at - since
-    settled = edited.at + transition
+    latency = app.reconcile_time(since)  # the controller's own time, in every gap
+    # the one reconcile the old interval had already scheduled comes by then
+    settled = edited.at + old + timing.slack(old, latency)
     if new:
+        # four attempts after the transition: the first comes up to one new period after it
+        budget = 4 * (new + timing.slack(new, latency))
         attempts = app.wait_attempts(
-            count=4, since=settled, timeout=settled + measure - releases.recorder.mark()
+            count=4, since=settled, timeout=settled + budget - releases.recorder.mark()
         )[:4]
         gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
         print(f"interval 1s -> {written}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
@@ -160,9 +164,10 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
             f"{timing.band_text(new, latency)}{ticks_note(resync_clock, settled, attempts[-1].at)}"
         )
         return
-    seen = app.quiet(settled + measure - releases.recorder.mark(), since=settled)
-    print(f"interval 1s -> {written}: {len(seen)} attempt(s) in {measure:g} s after the change")
-    note = ticks_note(resync_clock, settled, settled + measure)
+    quiet = timing.quiet
+    seen = app.quiet(settled + quiet - releases.recorder.mark(), since=settled)
+    print(f"interval 1s -> {written}: {len(seen)} attempt(s) in {quiet:g} s after the change")
+    note = ticks_note(resync_clock, settled, settled + quiet)
     assert seen == [], (
         f"reconciled after the interval was changed to {written}: "
         f"{'; '.join(a.describe() for a in seen)}{note}"
