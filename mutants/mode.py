@@ -12,7 +12,7 @@ from convoy import api, apply, policy, reconciler
 from convoy.api import Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
-from mutants.patching import key_of, wrap
+from mutants.patching import key_of, sync_policy_read_once, wrap
 
 Obj = dict[str, Any]
 
@@ -77,15 +77,7 @@ def automatic_compared_to_a_string() -> None:
 def mode_read_once() -> None:
     """The mode is read at a Release's first reconcile and kept in memory: changes of automatic
     are ignored until a restart."""
-    first: dict[str, bool] = {}
-    lock = threading.Lock()
-
-    @wrap(policy.SyncPolicy, "of")
-    def of(original, release: Obj):
-        read = original(release)
-        with lock:
-            automatic = first.setdefault(release["metadata"]["uid"], read.automatic)
-        return _with_mode(read, automatic)
+    sync_policy_read_once("automatic")
 
 
 @mutant("automatic-applies-only-changes", "AUTO-1.unchanged")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
+
+from convoy import policy
 
 
 def wrap(owner: Any, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -26,3 +30,17 @@ def wrap(owner: Any, name: str) -> Callable[[Callable[..., Any]], Callable[..., 
 def key_of(release: dict[str, Any]) -> str:
     meta = release["metadata"]
     return f"{meta['namespace']}/{meta['name']}"
+
+
+def sync_policy_read_once(field: str) -> None:
+    """spec.syncPolicy's `field` is read at a Release's first reconcile and kept in memory:
+    later changes of it are ignored until a restart."""
+    first: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: dict[str, Any]):
+        read = original(release)
+        with lock:
+            kept = first.setdefault(release["metadata"]["uid"], getattr(read, field))
+        return dataclasses.replace(read, **{field: kept})

@@ -9,7 +9,7 @@ from convoy import api, controller, observer, policy
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
-from mutants.patching import wrap
+from mutants.patching import sync_policy_read_once, wrap
 
 Obj = dict[str, Any]
 
@@ -129,15 +129,7 @@ def interval_kept_per_namespace() -> None:
 def interval_read_once() -> None:
     """The interval is read at a Release's first reconcile and kept in memory: a changed
     interval is ignored until a restart."""
-    first: dict[str, float] = {}
-    lock = threading.Lock()
-
-    @wrap(policy.SyncPolicy, "of")
-    def of(original, release: Obj):
-        read = original(release)
-        with lock:
-            interval = first.setdefault(release["metadata"]["uid"], read.interval)
-        return _with_interval(read, interval)
+    sync_policy_read_once("interval")
 
 
 @mutant("drift-checked-every-3s", "INT-2.period")
