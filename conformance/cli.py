@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -21,6 +22,8 @@ from conformance.clusters import binaries
 from conformance.timing import LONG_RESYNC
 
 SUITE_DIR = Path(__file__).parent / "suite"
+#: `run --in-cluster`: the suite as a Job in the cluster under test (conformance.incluster).
+IN_CLUSTER = "--in-cluster"
 
 
 def _binaries(args: argparse.Namespace) -> int:
@@ -147,11 +150,63 @@ def _list_mutants(chosen: list, *, as_json: bool) -> int:
 
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     """pytest on the suite, writing the report unless the caller chose where."""
+    if IN_CLUSTER in extra:
+        return _run_in_cluster(extra)
     report = [] if any(a.startswith("--report-dir") for a in extra) else ["--report-dir=reports"]
     paths = [] if any(_names_tests(a) for a in extra) else [str(SUITE_DIR)]
     # Live log lines say what each long wait is for; xdist workers cannot show them.
     live = [] if "-n" in extra else ["-o", "log_cli=true", "-o", "log_cli_level=INFO"]
     return int(pytest.main([*paths, "-p", "no:cacheprovider", *live, *report, *extra]))
+
+
+def in_cluster_parser() -> argparse.ArgumentParser:
+    """The options of `run --in-cluster`; the rest go to pytest in the pod."""
+    parser = argparse.ArgumentParser(prog="convoy-conformance run --in-cluster", add_help=False)
+    parser.add_argument(IN_CLUSTER, action="store_true")
+    parser.add_argument("--suite-image", required=True, help="convoy-conformance suite-image")
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    parser.add_argument("--report-dir", default="reports")
+    parser.add_argument("--workers", type=int, default=4, help="xdist workers in the pod")
+    parser.add_argument("--convoy-controller-deployment", default=None)
+    parser.add_argument("--deadline", type=int, default=7200, help="the Job's seconds at most")
+    parser.add_argument("--image-pull-policy", default="IfNotPresent")
+    return parser
+
+
+def _run_in_cluster(extra: list[str], certify: argparse.Namespace | None = None) -> int:
+    """The suite as a Job in the cluster (conformance.incluster), the report brought back;
+    `certify`: both phases of a certifying run there, with `convoy-conformance certify`'s
+    --report-dir and --workers."""
+    from conformance.incluster import objects, run
+
+    args, pytest_args = in_cluster_parser().parse_known_args(extra)
+    if certify is not None:
+        args.report_dir, args.workers = certify.report_dir, certify.workers
+    kubeconfig = Path(args.kubeconfig or Path.home() / ".kube" / "config")
+    spec = objects.RunSpec(
+        run_id=secrets.token_hex(4),
+        image=args.suite_image,
+        command="run" if certify is None else "certify",
+        workers=args.workers,
+        pytest_args=tuple(pytest_args),
+        controller_deployment=args.convoy_controller_deployment,
+        deadline=args.deadline,
+        image_pull_policy=args.image_pull_policy,
+    )
+    try:
+        return run.run_in_cluster(kubeconfig, spec, Path(args.report_dir))
+    except run.InClusterError as error:
+        print(f"in-cluster: {error}", file=sys.stderr)
+        return 1
+
+
+def _suite_image(args: argparse.Namespace) -> int:
+    from conformance.incluster import image
+    from conformance.install import vendor
+
+    kubectl = Path(args.kubectl or vendor.kubectl())
+    print(image.build(args.tag, kubectl, args.base))
+    return 0
 
 
 def _names_tests(arg: str) -> bool:
@@ -169,6 +224,8 @@ def _certify(args: argparse.Namespace, extra: list[str]) -> int:
 
     Each phase is a pytest process of its own; the second carries the first's results on.
     """
+    if IN_CLUSTER in extra:
+        return _run_in_cluster(extra, certify=args)
     report_dir = Path(args.report_dir)
     shipped = report_dir / "phases" / "shipped"
     phases = {
@@ -262,8 +319,20 @@ def main(argv: list[str] | None = None) -> int:
         help="also the mutants only the long phase of a certifying run kills (40 minutes each)",
     )
     commands.add_parser(
-        "run", help="run the conformance suite; other arguments go to pytest", add_help=False
+        "run",
+        help="run the conformance suite; other arguments go to pytest (--in-cluster: as a Job "
+        "in the cluster, see docs/certification.md)",
+        add_help=False,
     )
+    suite_image = commands.add_parser(
+        "suite-image", help="build the suite's image for `run --in-cluster` (Docker)"
+    )
+    suite_image.add_argument("--tag", required=True, help="the image to build")
+    suite_image.add_argument(
+        "--base",
+        help="the reference controller's image (the repository's Dockerfile); default: build it",
+    )
+    suite_image.add_argument("--kubectl", help="the kubectl binary to put in (default: PATH's)")
     certify = commands.add_parser(
         "certify",
         help="a certifying run: both phases (the controller as shipped, then the long phase); "
@@ -285,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         return _mutants(args, extra)
     if args.command == "certify":
         return _certify(args, extra)
+    if args.command == "suite-image":
+        return _suite_image(args)
     return _run(args, extra)
 
 

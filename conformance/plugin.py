@@ -58,6 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "existing cluster; on kind it replaces the kind network's gateway",
     )
     group.addoption(
+        "--witness-service",
+        default=None,
+        metavar="NAMESPACE/NAME:PORT",
+        help="with --cluster=existing, the suite runs in a pod behind this Service: the "
+        "witness serves on PORT (xdist worker gwN on PORT+N) and the API server calls it "
+        "through the Service (convoy-conformance run --in-cluster sets it)",
+    )
+    group.addoption(
         "--kind-config",
         type=Path,
         default=None,

@@ -8,6 +8,7 @@ process that ran the session (conformance.plugin.pytest_sessionfinish).
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import filelock
 import pytest
 
 from conformance.clusters import binaries
-from conformance.clusters.base import Cluster
+from conformance.clusters.base import Cluster, ServiceReference
 from conformance.clusters.existing import ExistingCluster
 from conformance.clusters.kind import KindError, KindProvider, kind_versions
 from conformance.clusters.local import LocalControlPlane
@@ -36,6 +37,11 @@ KEEP_CHOICES = ("never", "on-failure", "always")
 
 def is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, XDIST_WORKER)
+
+
+def xdist_worker_index() -> int:
+    """N of xdist worker gwN (set in the worker's environment); 0 without xdist."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
 
 
 def shared_run_id(config: pytest.Config) -> str:
@@ -86,7 +92,12 @@ def start_cluster(config: pytest.Config, temp_dir: Path) -> Cluster:
         found = binaries.resolve(option("kube_version"), option("etcd_version"))
         return LocalControlPlane(found, base_dir=temp_dir).start()
     if choice.provider == "existing":
-        return ExistingCluster(Path(option("kubeconfig")), option("callback_host"))
+        service = option("witness_service")
+        return ExistingCluster(
+            Path(option("kubeconfig")),
+            option("callback_host"),
+            ServiceReference.parse(service) if service else None,
+        )
     # Deleted once, by pytest_sessionfinish of the process that ran the session, because
     # xdist workers share the cluster.
     kind = kind_provider(config, keep=True)

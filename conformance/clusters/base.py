@@ -12,14 +12,45 @@ from conformance.clusters.kubeconfig import api_client
 
 
 @dataclass(frozen=True)
+class ServiceReference:
+    """A Service of the cluster in front of the suite's pod (an in-cluster run): the API
+    server resolves it itself, so the cluster needs no DNS for it."""
+
+    namespace: str
+    name: str
+    #: the first worker's port; xdist worker gwN serves on port + N
+    port: int
+
+    @property
+    def dns_name(self) -> str:
+        """The name the API server checks the serving certificate for."""
+        return f"{self.name}.{self.namespace}.svc"
+
+    @classmethod
+    def parse(cls, text: str) -> ServiceReference:
+        """NAMESPACE/NAME:PORT"""
+        namespace, _, rest = text.partition("/")
+        name, _, port = rest.partition(":")
+        if not (namespace and name and port.isdigit()):
+            raise ValueError(f"{text!r}: expected NAMESPACE/NAME:PORT")
+        return cls(namespace, name, int(port))
+
+
+@dataclass(frozen=True)
 class CallbackAddress:
-    """How the API server reaches a server the suite runs on this machine (webhooks, APIs).
+    """How the API server reaches a server the suite runs (webhooks, APIs).
 
     `host` is the address the suite's server binds and names in its certificate; the API server
-    dials it. None when the cluster cannot call back to this machine.
+    dials it. With `service`, the suite runs in a pod behind that Service, and the API server
+    calls the Service instead.
     """
 
     host: str
+    service: ServiceReference | None = None
+
+    @classmethod
+    def behind(cls, service: ServiceReference) -> CallbackAddress:
+        return cls(service.dns_name, service)
 
 
 @dataclass(frozen=True)
@@ -82,11 +113,11 @@ class NoCallback(RuntimeError):
     witness would be skipped, so the run is an error instead."""
 
 
-def callback_host(cluster: Cluster) -> str | None:
+def callback_address(cluster: Cluster) -> CallbackAddress | None:
     """Where the witness serves for `cluster`. None only for a cluster the suite did not make
     (an existing one without --callback-host): its witness checks are reported skipped."""
     if cluster.callback is not None:
-        return cluster.callback.host
+        return cluster.callback
     if cluster.owned:
         raise NoCallback(
             f"{cluster.describe()}: no address of this machine that its API server can reach; "

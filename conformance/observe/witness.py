@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from kubernetes import client
 
 from conformance.clusters import pki
+from conformance.clusters.base import CallbackAddress
 from conformance.kube import read_or_none
 from conformance.polling import poll_until
 
@@ -452,14 +453,17 @@ class _Server(ThreadingHTTPServer):
 class Witness:
     """The webhook server of one pytest session and the configurations it registered.
 
-    `host` is the address the API server dials (`cluster.callback.host`): an IP address is
-    bound and named in the certificate as such; a DNS name is named in the certificate and the
-    server binds every interface.
+    `callback.host` is the address the API server dials: an IP address is bound and named in
+    the certificate as such; a DNS name is named in the certificate and the server binds every
+    interface. With `callback.service` (the suite in a pod), the API server calls that Service,
+    whose target is `port` here; else the port is any free one.
     """
 
-    def __init__(self, api: client.ApiClient, host: str) -> None:
+    def __init__(self, api: client.ApiClient, callback: CallbackAddress, port: int = 0) -> None:
         self.api = api
-        self.host = host
+        self.host = callback.host
+        self.service = callback.service
+        self.port = port
         self._ca = pki.new_ca("convoy-conformance-witness-ca")
         self._recorders: dict[str, Recorder] = {}
         self._lock = threading.Lock()
@@ -471,11 +475,12 @@ class Witness:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Witness:
         self._remove_stale_configurations()
-        self._server = _Server((_bind_host(self.host), 0), self._tls_context(), self._review)
+        address = (_bind_host(self.host), self.port)
+        self._server = _Server(address, self._tls_context(), self._review)
         threading.Thread(
             target=self._server.serve_forever, name="convoy-witness", daemon=True
         ).start()
-        log.info("witness serving at %s", self.url)
+        log.info("witness serving at %s", self.where)
         return self
 
     def close(self) -> None:
@@ -501,6 +506,26 @@ class Witness:
             raise RuntimeError("the witness is not serving: call start() first")
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"https://{host}:{self._server.server_address[1]}{PATH}"
+
+    @property
+    def where(self) -> str:
+        """Where the API server calls the witness, for messages and the report."""
+        if self.service is None:
+            return self.url
+        port = self._server.server_address[1] if self._server else self.port
+        return f"service {self.service.namespace}/{self.service.name} (port {port})"
+
+    def _client_config(self) -> dict[str, Any]:
+        ca_bundle = base64.b64encode(self._ca.cert_pem).decode()
+        if self.service is None:
+            return {"url": self.url, "caBundle": ca_bundle}
+        reference = {
+            "namespace": self.service.namespace,
+            "name": self.service.name,
+            "port": self.port,
+            "path": PATH,
+        }
+        return {"service": reference, "caBundle": ca_bundle}
 
     def _tls_context(self) -> ssl.SSLContext:
         names = _ip_or_dns(self.host)
@@ -544,10 +569,7 @@ class Witness:
 
     def _configuration(self, namespace: str) -> dict[str, Any]:
         common = {
-            "clientConfig": {
-                "url": self.url,
-                "caBundle": base64.b64encode(self._ca.cert_pem).decode(),
-            },
+            "clientConfig": self._client_config(),
             "namespaceSelector": {
                 "matchLabels": {"kubernetes.io/metadata.name": namespace},
             },
@@ -624,7 +646,7 @@ class Witness:
             timeout=timeout,
             step=PROBE_STEP,
             failure=lambda: TimeoutError(
-                f"the API server did not call the witness at {self.url} for namespace "
+                f"the API server did not call the witness at {self.where} for namespace "
                 f"{recorder.namespace} within {timeout:.0f} s: can it reach {self.host}?"
             ),
         )

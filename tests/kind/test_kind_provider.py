@@ -20,7 +20,7 @@ import yaml
 
 from conformance import resources
 from conformance.clusters import binaries
-from conformance.clusters.base import NoCallback, callback_host
+from conformance.clusters.base import NoCallback, callback_address
 from conformance.clusters.existing import ExistingCluster
 from conformance.clusters.kind import (
     KindError,
@@ -220,11 +220,11 @@ def test_the_kind_provider_calls_back_on_the_gateway_docker_reports(
 ) -> None:
     fake_docker(tmp_path, monkeypatch, f"echo '{DOCKER_29}'")
     provider = KindProvider("c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true")
-    assert callback_host(provider) == "172.19.0.1"
+    assert callback_address(provider).host == "172.19.0.1"
     given = KindProvider(
         "c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true", callback_host="h"
     )
-    assert callback_host(given) == "h"
+    assert callback_address(given).host == "h"
 
 
 def test_a_cluster_the_suite_made_without_a_callback_is_an_error_never_a_skip(
@@ -233,10 +233,10 @@ def test_a_cluster_the_suite_made_without_a_callback_is_an_error_never_a_skip(
     fake_docker(tmp_path, monkeypatch, "echo 'Error: No such network: kind' >&2; exit 1")
     provider = KindProvider("c", image=None, kind_bin=str(fake_kind[0]), kubectl_bin="/bin/true")
     with pytest.raises(NoCallback, match="--callback-host"):
-        callback_host(provider)
+        callback_address(provider)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
-    assert callback_host(ExistingCluster(kubeconfig)) is None
+    assert callback_address(ExistingCluster(kubeconfig)) is None
 
 
 # -- the installer's commands ----------------------------------------------------------------

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import yaml
 
 from conformance.clusters.kind import KindProvider
-from conformance.kindhost.engine import Engine
+from conformance.install import kind_commands, on_kind
+from conformance.kindhost.engine import Engine, host_address
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +39,76 @@ def own_kind_cluster(config: pytest.Config, name: str) -> KindProvider:
         config_file=option("kind_config"),
         node_address=option("kind_node_address"),
     )
+
+
+#: The composite action's own cluster name (its steps name it); the other kind-host tests
+#: share the cluster.
+CLUSTER = "convoy-conformance"
+#: A "vendor" controller: the reference image under another name.
+VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
+
+
+@dataclass
+class Vendor:
+    cluster: KindProvider
+    #: its manifests directory, of its own (no suite file names it)
+    manifests: Path
+    #: the suite's options that reach this engine's cluster (the action's own come first)
+    kind_options: list[str]
+
+    def kubectl(self, *args: str) -> None:
+        argv = [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}"]
+        subprocess.run([*argv, *args], check=True)
+
+    def load(self, image: str) -> None:
+        """Put a local image on the cluster's node (no registry)."""
+        kind = str(self.cluster.kind_path)
+        subprocess.run(kind_commands.kind_load_argv(kind, CLUSTER, image), check=True)
+
+
+def convoy_conformance(*args: str) -> None:
+    """The kit's command, from this venv, as a vendor runs it; print the end of its output."""
+    argv = [str(Path(sys.executable).parent / "convoy-conformance"), *args]
+    proc = subprocess.run(argv, cwd=kind_commands.REPO_ROOT, capture_output=True, text=True)
+    print(proc.stdout[-5000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, f"convoy-conformance {args[0]} failed (its output is above)"
+
+
+@pytest.fixture(scope="session")
+def vendor(
+    engine: Engine, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Vendor]:
+    """The vendor's image built and its manifests written, on a cluster of the tests' own;
+    each test installs and uninstalls the controller its own way."""
+    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
+    try:
+        subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
+        manifests = on_kind.write_overlay(
+            tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
+        )
+        option = pytestconfig.getoption
+        yield Vendor(
+            cluster,
+            manifests,
+            [
+                f"--kind-image={option('kind_image')}",
+                f"--kind-bin={cluster.kind_path}",
+                f"--kind-kubectl-bin={cluster.kubectl_path}",
+                "--kind-node-address",
+                f"--callback-host={host_address()}",
+            ],
+        )
+    finally:
+        cluster.stop()
+
+
+def clause_results(rule_ids: str | tuple[str, ...], report: Path) -> dict[str, str]:
+    """The result of each clause of these rules in a conformance-report.yaml."""
+    wanted = (rule_ids,) if isinstance(rule_ids, str) else rule_ids
+    rules = yaml.safe_load(report.read_text())["rules"]
+    return {
+        clause["id"]: clause["result"]
+        for rule in rules
+        if rule["id"] in wanted
+        for clause in rule["clauses"]
+    }

@@ -11,63 +11,26 @@ engine's cluster, and the check is that the report says MODE-1 passed.
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conformance.clusters.kind import KindProvider
-from conformance.install import kind_commands, on_kind
-from conformance.kindhost.engine import Engine, host_address
+from conformance.install import kind_commands
 from tests.helpers import run_action_step
-from tests.kindhost.conftest import own_kind_cluster
+from tests.kindhost.conftest import (
+    CLUSTER,
+    VENDOR_IMAGE,
+    Vendor,
+    clause_results,
+    convoy_conformance,
+)
 
 pytestmark = pytest.mark.kindhost
 
-#: The action's own cluster name (its steps name it).
-CLUSTER = "convoy-conformance"
-VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
 #: MODE-1's tests: the module's name, whole ("test_mode" matches test_model_based.py too), and
 #: without spaces (the action splits its suite-args on them).
 SELECTION = ("-k", "test_mode.py")
-
-
-@dataclass
-class Vendor:
-    cluster: KindProvider
-    manifests: Path
-    #: the suite's options that reach this engine's cluster (the action's own come first)
-    kind_options: list[str]
-
-
-@pytest.fixture(scope="module")
-def vendor(
-    engine: Engine, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Vendor]:
-    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
-    try:
-        subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
-        manifests = on_kind.write_overlay(
-            tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
-        )
-        option = pytestconfig.getoption
-        yield Vendor(
-            cluster,
-            manifests,
-            [
-                f"--kind-image={option('kind_image')}",
-                f"--kind-bin={cluster.kind_path}",
-                f"--kind-kubectl-bin={cluster.kubectl_path}",
-                "--kind-node-address",
-                f"--callback-host={host_address()}",
-            ],
-        )
-    finally:
-        cluster.stop()
 
 
 def run_step(name: str, vendor: Vendor, tmp_path: Path, **env: str) -> dict[str, str]:
@@ -79,12 +42,6 @@ def run_step(name: str, vendor: Vendor, tmp_path: Path, **env: str) -> dict[str,
     print(ran.process.stdout[-3000:], ran.process.stderr[-3000:])
     assert ran.process.returncode == 0, f"step {name!r} failed"
     return ran.outputs
-
-
-def mode_results(report: Path) -> dict[str, str]:
-    rules = yaml.safe_load(report.read_text())["rules"]
-    mode = next(rule for rule in rules if rule["id"] == "MODE-1")
-    return {clause["id"]: clause["result"] for clause in mode["clauses"]}
 
 
 def test_the_actions_steps_install_and_test_a_vendors_controller(
@@ -122,22 +79,17 @@ def test_the_actions_steps_install_and_test_a_vendors_controller(
         URL="https://vendor.example/convoy-like",
         CONTACT="conformance@vendor.example",
     )
-    results = mode_results(Path(ran["report"]))
+    results = clause_results("MODE-1", Path(ran["report"]))
     assert set(results.values()) == {"passed"}, results
-    uninstall = ["kubectl", f"--kubeconfig={vendor.cluster.kubeconfig}", "delete", "--wait"]
-    subprocess.run([*uninstall, "-k", str(vendor.manifests)], check=True)
+    vendor.kubectl("delete", "--wait", "-k", str(vendor.manifests))
 
 
 def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
     vendor: Vendor, tmp_path: Path
 ) -> None:
-    subprocess.run(
-        [str(vendor.cluster.kind_path), "load", "docker-image", "--name", CLUSTER, VENDOR_IMAGE],
-        check=True,
-    )
+    vendor.load(VENDOR_IMAGE)
     reports = tmp_path / "reports"
-    argv = [
-        str(Path(sys.executable).parent / "convoy-conformance"),
+    convoy_conformance(
         "run",
         "--cluster=kind",
         f"--cluster-name={CLUSTER}",
@@ -146,9 +98,6 @@ def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
         f"--report-dir={reports}",
         *vendor.kind_options,
         *SELECTION,
-    ]
-    proc = subprocess.run(argv, cwd=kind_commands.REPO_ROOT, capture_output=True, text=True)
-    print(proc.stdout[-3000:], proc.stderr[-3000:])
-    assert proc.returncode == 0
-    results = mode_results(reports / "conformance-report.yaml")
+    )
+    results = clause_results("MODE-1", reports / "conformance-report.yaml")
     assert set(results.values()) == {"passed"}, results
