@@ -47,7 +47,7 @@ def run_in_cluster(
             _wait_ended(api, spec)
             return _bring_back(api, spec, report_dir, out)
         finally:
-            _delete(api, created)
+            _delete(api, created, spec.namespace)
             _wait_gone(api, spec, out)
 
 
@@ -56,14 +56,13 @@ def _create(api: client.ApiClient, obj: objects.Obj) -> None:
     resource.create(body=obj, namespace=obj["metadata"].get("namespace"))
 
 
-def _delete(api: client.ApiClient, created: list[objects.Obj]) -> None:
+def _delete(api: client.ApiClient, created: list[objects.Obj], run_namespace: str) -> None:
     """Cluster-scoped objects and those in the controller's namespace one by one; deleting the
     run's namespace takes the rest with it."""
     resources = dynamic_api(api).resources
     for obj in reversed(created):
         meta = obj["metadata"]
-        in_run_namespace = meta.get("namespace") == created[0]["metadata"]["name"]
-        if in_run_namespace:
+        if meta.get("namespace") == run_namespace:
             continue
         resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         read_or_none(
