@@ -213,7 +213,10 @@ def _names_tests(arg: str) -> bool:
     """Is this argument tests to run (a test file, a node ID, a directory of tests), not an
     option's value such as the directory of `--report-dir DIR`?"""
     path = Path(arg.split("::")[0])
-    if arg.startswith("-") or not path.exists():
+    try:
+        if arg.startswith("-") or not path.exists():
+            return False
+    except OSError:  # no path at all: a long -k expression, say
         return False
     return path.suffix == ".py" or (path.is_dir() and any(path.glob("test_*.py")))
 

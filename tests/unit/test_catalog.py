@@ -36,9 +36,8 @@ def test_every_reason_the_document_lists_is_a_clause_of_its_requeue_rule() -> No
         ("REQ-1", catalog.TRANSIENT_REASONS),
         ("REQ-2", catalog.NOT_TRANSIENT_REASONS),
     ):
-        assert [c.id for c in catalog.BY_ID[rule_id].clauses] == [
-            f"{rule_id}.{reason}" for reason in reasons
-        ]
+        listed = [c.id for c in catalog.BY_ID[rule_id].clauses][: len(reasons)]
+        assert listed == [f"{rule_id}.{reason}" for reason in reasons]
 
 
 def test_every_clause_has_a_conformance_test(coverage: catalog.Coverage) -> None:
@@ -84,6 +83,7 @@ def test_a_test_naming_no_clause_of_the_catalog_is_a_usage_error(
         ("docs", False),  # the value of `--report-dir docs`
         ("-q", False),
         ("absent/test_x.py", False),
+        (" or ".join(["test_a_name_long_enough_for_a_long_expression"] * 8), False),  # -k's value
     ],
 )
 def test_run_takes_only_tests_for_the_tests_to_run(arg: str, names_tests: bool) -> None:
