@@ -243,6 +243,11 @@ RULES: tuple[Rule, ...] = (
             "An annotation already set when the Release is created is a pending "
             "request for its first reconcile.",
         ),
+        (
+            "in-sync",
+            "A pending request is applied also when the render is the applied one (in "
+            "sync): dry run and apply run, and the apply mends drift.",
+        ),
     ),
     rule(
         "SYNC-4",
@@ -332,6 +337,11 @@ RULES: tuple[Rule, ...] = (
             "wave-complete",
             "A wave completes when every Release of it is Applied and Healthy: one alone "
             "sends no /sync.",
+        ),
+        (
+            "wave-by-apply",
+            "A wave also completes when its last Release turns Applied while Healthy already "
+            "(a hold lifted): the next wave gets its /sync.",
         ),
         (
             "new-render",
@@ -524,6 +534,11 @@ RULES: tuple[Rule, ...] = (
         *(
             (reason, f"{reason} is retried on the backoff ladder, neither sooner nor later.")
             for reason in TRANSIENT_REASONS
+        ),
+        (
+            "manual",
+            "A manual Release with no /sync pending retries a transient failure on the ladder "
+            "too: the retry renders and reports, and applies nothing.",
         ),
     ),
     rule(

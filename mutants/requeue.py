@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
-from convoy import api, controller, observer, policy
+from convoy import api, controller, observer, policy, reconciler
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
@@ -60,6 +61,26 @@ for _reason in NOT_TRANSIENT:
         lambda reason=_reason: _set_transient(reason, True),
         f"REQ-2.{_reason.value}",
     )
+
+
+@mutant("manual-failure-retried-only-with-a-request", "REQ-1.manual")
+def manual_failure_retried_only_with_a_request() -> None:
+    """In manual mode a transient failure is retried only while a /sync is pending: without
+    one the author took the failed reconcile for a report that can wait like a hold."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        manual = result.policy is not None and not result.policy.automatic
+        result.idle_manual = manual and not policy.Requests.of(release).sync_pending
+        return result
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result):
+        if getattr(result, "idle_manual", False) and result.outcome.reason.transient:
+            held = reconciler.Outcome(False, Reason.WAITING_FOR_SYNC, result.outcome.message)
+            result = dataclasses.replace(result, outcome=held)
+        return original(self, key, result)
 
 
 # -- interval ----------------------------------------------------------------------------------

@@ -214,6 +214,20 @@ def latest_request_per_namespace() -> None:
         return _requests(read, sync_at=newest) if newest else read
 
 
+@mutant("in-sync-request-applies-nothing", "SYNC-3.in-sync")
+def in_sync_request_applies_nothing() -> None:
+    """A manual request whose render is the one already applied is recorded as handled
+    without a dry run or an apply (the author took it for nothing to do): drift stays."""
+
+    @wrap(reconciler.Reconciler, "_apply_with_hooks")
+    def apply_with_hooks(original, self, release: Obj, result, target, current, *rest):
+        applied = (result.status.get("lastSuccessful") or {}).get("renderRef")
+        manual = result.policy is not None and not result.policy.automatic
+        if manual and applied == current.ref:
+            return None  # nothing stops the sync: it is recorded as handled, Applied
+        return original(self, release, result, target, current, *rest)
+
+
 @mutant("sub-second-comparison", "SYNC-4.same-second")
 def sub_second_comparison() -> None:
     """The pending check compares with sub-second precision instead of whole seconds."""
@@ -339,6 +353,13 @@ def wave_hold_marks_the_request_handled() -> None:
     """A reconcile that waits for a lower wave records the pending request as handled (the
     author took a wave's wait for an outcome of the request)."""
     _mark_handled_when(frozenset({Reason.WAITING_FOR_WAVE}))
+
+
+@mutant("hooks-wait-marks-the-request-handled", "SYNC-5.not-while-waiting")
+def hooks_wait_marks_the_request_handled() -> None:
+    """A reconcile that waits for a hook batch (WaitingForHooks) records the pending request as
+    handled (the author counted on the observer's /sync for the batch to finish the sync)."""
+    _mark_handled_when(frozenset({Reason.WAITING_FOR_HOOKS}))
 
 
 @mutant("unappliable-request-dropped", "SYNC-6.failure")
@@ -509,6 +530,18 @@ def wave_sync_to_the_wave_above_by_one() -> None:
 def wave_completed_by_any_release() -> None:
     """A wave counts as complete when any one of its Releases becomes Applied and Healthy."""
     waves.wave_completed = lambda old, new, others: not waves.settled(old) and waves.settled(new)
+
+
+@mutant("wave-completed-only-by-health", "SYNC-9.wave-by-apply")
+def wave_completed_only_by_health() -> None:
+    """A wave completes only when health is reached: a Release that turns Applied while it is
+    Healthy already (a hold lifted) completes nothing."""
+
+    @wrap(waves, "wave_completed")
+    def wave_completed(original, old: Obj, new: Obj, others) -> bool:
+        if waves.condition_status(old, api.ConditionType.HEALTHY) == "True":
+            return False
+        return original(old, new, others)
 
 
 @mutant("no-sync-for-a-healthy-render", "SYNC-9.new-render")

@@ -126,6 +126,9 @@ class Transient:
     reason: ClassVar[str]
     #: how many failures the test sees before the fix: 1 where the retries leave no trace
     seen: ClassVar[int] = 1
+    sync_policy: ClassVar[Obj] = AUTOMATIC
+    #: the Applied condition once the retry has removed the failure
+    settled: ClassVar[tuple[str, str]] = ("True", "Applied")
 
     def prepare(self, releases: Releases) -> App:
         """What must happen before the measurement starts."""
@@ -163,6 +166,10 @@ class Transient:
         delay = BACKOFF.delay(self.seen)
         return timing.slack(0) + before_fix + delay + timing.slack(delay)
 
+    @property
+    def clause(self) -> str:
+        return f"REQ-1.{self.reason}"
+
     def __repr__(self) -> str:
         return self.reason
 
@@ -173,10 +180,37 @@ class SourceNotReady(Transient):
     reason = "SourceNotReady"
 
     def fail(self, app: App) -> None:
-        create_release(app, AUTOMATIC)
+        create_release(app, self.sync_policy)
 
     def fix(self, app: App) -> None:
         app.set_content("v1")
+
+
+class ManualSourceNotReady(SourceNotReady):
+    """SourceNotReady of a manual Release with no /sync pending: a failed render is retried
+    all the same, and the retry renders and reports (WaitingForSync), applying nothing."""
+
+    sync_policy = MANUAL
+    settled = ("False", "WaitingForSync")
+
+    def recovery(self, app: App, since: float, timeout: float) -> Attempt:
+        """The status write of the retry that reported: the last one once it shows (nothing
+        else reconciles the Release in the slot)."""
+        try:
+            app.wait_applied(*self.settled, timeout=timeout)
+        except AssertionError as error:
+            raise WitnessTimeout(str(error)) from error
+        return status_writes(app, since)[-1]
+
+    def check(self, app: App) -> None:
+        assert app.live_object() is None, "a manual Release was applied without a /sync"
+
+    @property
+    def clause(self) -> str:
+        return "REQ-1.manual"
+
+    def __repr__(self) -> str:
+        return f"{self.reason}-manual"
 
 
 class ValuesNotReady(Transient):
@@ -189,7 +223,7 @@ class ValuesNotReady(Transient):
 
     def fail(self, app: App) -> None:
         app.set_content("${greeting}")
-        create_release(app, AUTOMATIC, values={"configMapRef": {"name": self.values(app)}})
+        create_release(app, self.sync_policy, values={"configMapRef": {"name": self.values(app)}})
 
     def fix(self, app: App) -> None:
         body = {"metadata": {"name": self.values(app)}, "data": {"greeting": "v1"}}
@@ -205,7 +239,7 @@ class ClusterNotReady(Transient):
 
     def fail(self, app: App) -> None:
         app.set_content("v1")
-        create_release(app, AUTOMATIC, clusterRef={"name": self.cluster})
+        create_release(app, self.sync_policy, clusterRef={"name": self.cluster})
 
     def fix(self, app: App) -> None:
         body = {
@@ -228,7 +262,7 @@ class DeployFailed(Transient):
     def fail(self, app: App) -> None:
         app.deny_applies()
         app.set_content("v1")
-        create_release(app, AUTOMATIC)
+        create_release(app, self.sync_policy)
 
     def fix(self, app: App) -> None:
         app.releases.recorder.allow_all()
@@ -261,7 +295,7 @@ class PruneFailed(Transient):
     def prepare(self, releases: Releases) -> App:
         app = App(releases, NAME)
         app.set_content("v1", extra=[witness_deletes(content_object(self.pruned(app), "old"))])
-        create_release(app, AUTOMATIC)
+        create_release(app, self.sync_policy)
         app.wait_applied("True", "Applied")
         assert self.live_pruned(app) is not None, "the object to prune was not applied"
         return app
@@ -309,18 +343,26 @@ class PruneFailed(Transient):
         )
 
 
-TRANSIENT = [SourceNotReady(), ValuesNotReady(), ClusterNotReady(), DeployFailed(), PruneFailed()]
+TRANSIENT = [
+    SourceNotReady(),
+    ValuesNotReady(),
+    ClusterNotReady(),
+    DeployFailed(),
+    PruneFailed(),
+    ManualSourceNotReady(),
+]
 
 
-@pytest.mark.parametrize("case", [marks.case(c, c.reason, f"REQ-1.{c.reason}") for c in TRANSIENT])
+@pytest.mark.parametrize("case", [marks.case(c, repr(c), c.clause) for c in TRANSIENT])
 def test_a_transient_failure_is_retried_with_backoff(
     case: Transient, releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> None:
     """After the failure shows in status, the cause goes away without any event that starts a
-    reconcile; the Release is then applied within the backoff delay due at that point (plus
-    slack). No interval is set and no resync tick falls in the measurement, so only a backoff
-    retry can explain it. Where the witness sees the failed attempts (DeployFailed,
-    PruneFailed), it also shows two retries whose gaps grow."""
+    reconcile; the Release is then applied (a manual one without a request reports) within
+    the backoff delay due at that point (plus slack). No interval is set and no resync tick
+    falls in the measurement, so only a backoff retry can explain it. Where the witness sees
+    the failed attempts (DeployFailed, PruneFailed), it also shows two retries whose gaps
+    grow."""
     app = case.prepare(releases)
     span = case.span(timing)
     resync_clock.quiet_slot(span)
@@ -367,7 +409,7 @@ def test_a_transient_failure_is_retried_with_backoff(
         )
     except WitnessTimeout as error:
         pytest.fail(
-            f"{case.reason}: not applied within {deadline - last + timing.reconcile:.1f} s of "
+            f"{case!r}: not recovered within {deadline - last + timing.reconcile:.1f} s of "
             f"the last failure after its cause was removed: no backoff retry\n{error}"
         )
     took = recovered.at - last
@@ -387,7 +429,7 @@ def test_a_transient_failure_is_retried_with_backoff(
         f"was due ({due - last:.2f} s - {timing.lead(delay):.2f} s): retried sooner than "
         f"the backoff{note}"
     )
-    app.wait_applied("True", "Applied")
+    app.wait_applied(*case.settled)
     case.check(app)
 
 

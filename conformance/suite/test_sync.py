@@ -152,6 +152,23 @@ def test_a_pending_request_is_applied_and_recorded_as_handled(releases: Releases
     )
 
 
+@pytest.mark.clause("SYNC-3.in-sync")
+def test_a_pending_request_is_applied_when_the_render_is_the_applied_one(
+    releases: Releases,
+) -> None:
+    """A request is applied whatever the render: one that is already applied (Applied=True,
+    in sync) is applied again, dry run and all, and so mends the drift the target has."""
+    app = synced_manual_app(releases)
+    app.wait_applied("True", "Applied")  # in sync: the render is the applied one
+    app.drift()
+    since = app.releases.recorder.mark()
+    written = parse_time(app.request_sync(at=app.next_pending_time()))
+    wait_handled(app, written)
+    app.wait_content("v1")
+    seen = kinds(app.attempts(since=since))
+    assert seen[:2] == ["dry-run", "apply"], f"the request's reconcile made {seen}"
+
+
 @pytest.mark.clause("SYNC-3.not-later")
 def test_a_request_earlier_than_the_last_handled_one_is_not_pending(
     releases: Releases, timing: Timing
@@ -323,6 +340,24 @@ def test_a_request_applied_but_waiting_for_health_is_not_handled_yet(
         "no lastHandledSyncAt while the postApply hooks wait",
         timing.quiet,
     )
+
+
+@pytest.mark.clause("SYNC-5.not-while-waiting")
+def test_a_request_waiting_for_its_pre_apply_hooks_is_not_handled_yet(
+    releases: Releases, timing: Timing
+) -> None:
+    """A preApply batch that is not Healthy holds the apply (WaitingForHooks): nothing is
+    applied and the sync is not done, so lastHandledSyncAt stays unset."""
+    hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
+    app = releases.app("web", annotations={LIFECYCLE: hooks})
+    app.request_sync(at=ago(2.5))
+    app.wait_applied("False", "WaitingForHooks")
+    app.holds_for(
+        lambda r: "lastHandledSyncAt" not in r["status"],
+        "no lastHandledSyncAt while the preApply hooks wait",
+        timing.quiet,
+    )
+    assert app.live_object() is None, "the render was applied before its preApply hooks"
 
 
 def unhealthy_lower_wave(releases: Releases) -> None:
@@ -528,6 +563,32 @@ def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_com
     widgets.set_health(last, "low-too-worker", "Healthy")
     for app in next_wave:
         wait_handled(app, wait_for_observer_sync(app, previous[app.name]))
+
+
+@pytest.mark.clause("SYNC-9.wave-by-apply")
+def test_a_wave_completed_by_an_apply_sends_the_next_wave_a_sync(
+    releases: Releases, timing: Timing
+) -> None:
+    """Wave 0's one Release is pinned to another render (Applied=False, Pinned) and stays
+    Healthy; unpinned, it applies again: Applied turning True completes the wave as Healthy
+    would, and the next wave's Release gets a /sync that applies its new render."""
+    low = releases.app("low", sync_policy=AUTOMATIC, wave=0)
+    high = releases.app("high", wave=1)
+    high.wait_applied("True", "Applied")  # wave 0 completed once: its /sync applied v1
+    subresources.put(low, "pin", {"renderRef": NO_RENDER})
+    low.wait_applied("False", "Pinned")
+    assert condition_status(low.get(), "Healthy") == "True", "the pinned Release is not Healthy"
+    high.set_content("v2")  # from here, only a request applies it
+    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    # Also what puts the next /sync a second past the one handled (else it is not pending).
+    high.holds_for(
+        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == previous,
+        "no /sync while wave 0 is pinned",
+        timing.quiet,
+    )
+    subresources.delete(low, "pin")
+    wait_handled(high, wait_for_observer_sync(high, previous))
+    high.wait_content("v2")
 
 
 #: Lifecycle hooks, by case: each batch the Release waits for sends its own /sync.
