@@ -176,6 +176,11 @@ RULES: tuple[Rule, ...] = (
             "A render that differs from lastSuccessful.renderRef: Applied=False, "
             "reason WaitingForSync, at every reconcile while nothing is pending.",
         ),
+        (
+            "after-failed-prune",
+            "A render whose apply succeeded and whose prune failed is not the last "
+            "successful apply: with the request gone, Applied=False, reason WaitingForSync.",
+        ),
     ),
     rule(
         "MAN-3",

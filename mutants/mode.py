@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from convoy import api, apply, policy, reconciler
+from convoy import api, apply, policy, reconciler, synctime
 from convoy.api import Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
@@ -246,6 +246,24 @@ def compared_with_the_last_render() -> None:
         if outcome.reason is Reason.WAITING_FOR_SYNC and seen == result.status.get("renderRef"):
             return reconciler.Outcome(True, Reason.APPLIED, "in sync; apply waits for /sync")
         return outcome
+
+
+@mutant("success-recorded-before-the-prune", "MAN-2.after-failed-prune")
+def success_recorded_before_the_prune() -> None:
+    """lastSuccessful names the render once its apply succeeded, before the prune, which may
+    still fail: a manual Release whose sync failed in the prune then reports in sync."""
+
+    @wrap(reconciler.Reconciler, "_apply")
+    def apply_render(original, self, target, status: Obj, current) -> None:
+        try:
+            original(self, target, status, current)
+        except apply.ApplyError as error:
+            if error.reason is Reason.PRUNE_FAILED:
+                status["lastSuccessful"] = {
+                    "renderRef": current.ref,
+                    "appliedAt": synctime.format_sync_time(self._clock.wall()),
+                }
+            raise
 
 
 @mutant("manual-repairs-drift-in-sync", "MAN-3.in-sync")

@@ -298,19 +298,26 @@ def test_a_request_withdrawn_before_its_retry_is_not_applied_by_the_retry(
     assert app.live_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
 
 
+def app_whose_next_prune_fails(releases: Releases) -> App:
+    """A manual Release applied with an object that its new render (v2) drops, and whose
+    delete, the prune, the witness refuses; nothing requests v2 yet."""
+    dropped = witness_deletes(content_object("web-dropped", "old"))
+    app = synced_manual_app(
+        releases, extra=[dropped], sync_policy={"retryBackoff": {"initial": "1s"}}
+    )
+    app.releases.recorder.deny(operation="DELETE", name="web-dropped", message="prune refused")
+    app.set_content("v2")  # without the dropped object: the next apply prunes it
+    return app
+
+
 @pytest.mark.clause("SYNC-5.not-on-failure", "SYNC-6.transient-failure")
 def test_a_request_whose_prune_fails_stays_pending_until_the_prune_succeeds(
     releases: Releases, timing: Timing
 ) -> None:
     """The apply succeeds, the prune of an object the render dropped is refused: the sync is
     not done (PruneFailed), so the request is not handled yet."""
-    dropped = witness_deletes(content_object("web-dropped", "old"))
-    app = synced_manual_app(
-        releases, extra=[dropped], sync_policy={"retryBackoff": {"initial": "1s"}}
-    )
+    app = app_whose_next_prune_fails(releases)
     handled = last_handled(app)
-    app.releases.recorder.deny(operation="DELETE", name="web-dropped", message="prune refused")
-    app.set_content("v2")  # without the dropped object: the next apply prunes it
     written = parse_time(app.request_sync(at=app.next_pending_time()))
     app.wait_applied("False", "PruneFailed")
     app.holds_for(
@@ -322,6 +329,20 @@ def test_a_request_whose_prune_fails_stays_pending_until_the_prune_succeeds(
     app.releases.recorder.allow_all()  # no new request: only a retry can finish the sync now
     wait_handled(app, written)
     app.wait_applied("True", "Applied")
+
+
+@pytest.mark.clause("MAN-2.after-failed-prune")
+def test_a_render_whose_prune_failed_is_not_the_last_successful_apply(releases: Releases) -> None:
+    """v2 is applied and its prune refused (PruneFailed): v2 is no successful apply. The
+    request withdrawn, the Release compares with lastSuccessful, still v1: WaitingForSync,
+    not in sync."""
+    app = app_whose_next_prune_fails(releases)
+    applied = app.status()["lastSuccessful"]["renderRef"]
+    app.request_sync(at=app.next_pending_time())
+    app.wait_applied("False", "PruneFailed")
+    app.annotate({SYNC_REQUESTED_AT: None})
+    app.wait_applied("False", "WaitingForSync")
+    assert app.status()["lastSuccessful"]["renderRef"] == applied, "lastSuccessful changed"
 
 
 @pytest.mark.clause("SYNC-5.not-while-waiting")
