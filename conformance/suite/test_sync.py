@@ -345,40 +345,49 @@ def test_a_render_whose_prune_failed_is_not_the_last_successful_apply(releases: 
     assert app.status()["lastSuccessful"]["renderRef"] == applied, "lastSuccessful changed"
 
 
-@pytest.mark.clause("SYNC-5.not-while-waiting")
-def test_a_request_applied_but_waiting_for_health_is_not_handled_yet(
-    releases: Releases, timing: Timing
-) -> None:
-    """postApply hooks wait for the render to be Healthy: the render is applied, the sync is
-    not done (WaitingForHealth), so lastHandledSyncAt stays unset."""
-    hooks = json.dumps({"postApply": [[widgets.widget("notify")]]})
-    app = releases.app("web", extra=[widgets.widget("worker")], annotations={LIFECYCLE: hooks})
-    app.request_sync(at=ago(2.5))
-    app.wait_applied("False", "WaitingForHealth")
-    assert app.live_object()["data"] == {"content": "v1"}, "the render was not applied"
-    app.holds_for(
-        lambda r: "lastHandledSyncAt" not in r["status"],
-        "no lastHandledSyncAt while the postApply hooks wait",
-        timing.quiet,
-    )
+@dataclass(frozen=True)
+class HookWait:
+    """A request that the lifecycle hooks hold: the hooks, the reason it waits with, the data
+    of the rendered object in the target by then (None: not applied), the Release's extras."""
+
+    hooks: dict[str, Any]
+    reason: str
+    applied: dict[str, str] | None
+    extra: tuple[Obj, ...] = ()
+
+
+#: postApply hooks wait for the render to be Healthy after its apply (WaitingForHealth); a
+#: preApply batch that is not Healthy holds the apply itself (WaitingForHooks).
+HOOK_WAITS = {
+    "postApply": HookWait(
+        {"postApply": [[widgets.widget("notify")]]},
+        "WaitingForHealth",
+        {"content": "v1"},
+        (widgets.widget("worker"),),
+    ),
+    "preApply": HookWait({"preApply": [[widgets.widget("migrate")]]}, "WaitingForHooks", None),
+}
 
 
 @pytest.mark.clause("SYNC-5.not-while-waiting")
-def test_a_request_waiting_for_its_pre_apply_hooks_is_not_handled_yet(
-    releases: Releases, timing: Timing
+@pytest.mark.parametrize("held", sorted(HOOK_WAITS))
+def test_a_request_the_lifecycle_hooks_hold_is_not_handled_yet(
+    releases: Releases, timing: Timing, held: str
 ) -> None:
-    """A preApply batch that is not Healthy holds the apply (WaitingForHooks): nothing is
-    applied and the sync is not done, so lastHandledSyncAt stays unset."""
-    hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
-    app = releases.app("web", annotations={LIFECYCLE: hooks})
+    """The sync is not done while its hooks wait, so lastHandledSyncAt stays unset."""
+    wait = HOOK_WAITS[held]
+    app = releases.app(
+        "web", extra=list(wait.extra), annotations={LIFECYCLE: json.dumps(wait.hooks)}
+    )
     app.request_sync(at=ago(2.5))
-    app.wait_applied("False", "WaitingForHooks")
+    app.wait_applied("False", wait.reason)
     app.holds_for(
         lambda r: "lastHandledSyncAt" not in r["status"],
-        "no lastHandledSyncAt while the preApply hooks wait",
+        f"no lastHandledSyncAt while {wait.reason}",
         timing.quiet,
     )
-    assert app.live_object() is None, "the render was applied before its preApply hooks"
+    data = (app.live_object() or {}).get("data")
+    assert data == wait.applied, f"{wait.reason}: the rendered object holds {data}"
 
 
 def unhealthy_lower_wave(releases: Releases) -> None:
