@@ -4,10 +4,13 @@ step's observations checked against the sync-policy model (conformance.model).
 hypothesis' stateful testing draws the sequences: Releases with each retryBackoff boundary
 (BACKOFFS), at creation and by spec edits; /sync requests at chosen times (now, in the past,
 in the future, the same second as the last handled one or the last request, the next, an
-earlier one), forced or not, with up to three applies refused; a refused apply's retry cut
-short by a crash or a withdrawn request; new renders; mode switches; other annotations;
-controller restarts (where the controller is this worker's own: a shared one is restarted
-only by BACK-5.restart's test, which has it alone).
+earlier one), forced or not, with applies refused; ladders climbed on a chosen retryBackoff as
+deep as its curve needs to show; a refused apply's retry cut short by a crash, or by a
+withdrawn request and then a new refusal; removed requests; new renders; mode switches; other
+annotations; controller restarts (where the controller is this worker's own: a shared one is
+restarted only by BACK-5.restart's test, which has it alone). Some rules aim at cases a
+uniform draw reaches only by luck in a short sequence (conformance.model_goals); the report
+says which of those cases a run's sequences reached.
 Each step waits for a resync-free slot as long as its retries need, causes its event on the
 cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
 order, and the delay of each retry) and what the Release says (Applied, the handled times, the
@@ -17,15 +20,16 @@ steps with the seed and the command that replays it.
 
 No interval is generated (the periodic reconcile would add reconciles of its own), and retry
 delays stay short so that a sequence runs in seconds. Profiles (--model-profile, per shard of
-the test): `ci` the same sequences at every run (its seed is fixed), `long` new ones (a
-certifying run's), `kill` the CI sequences without shrinking (a kill table against the
-mutants). --model-seed=N with the same profile draws the same sequences again, shrinking
-included.
+the test): `ci` the same sequences at every run (its seed is fixed, and reaches every goal),
+`long` new ones (a certifying run's), `kill` the CI sequences without shrinking (a kill table
+against the mutants). --model-seed=N with the same profile draws the same sequences again,
+shrinking included. A rehearsal (`rehearse`) draws a profile's sequences on the model alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -45,6 +49,7 @@ from hypothesis.stateful import (
 from conformance.clusters.processes import kill_now
 from conformance.install.host import HostController
 from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
+from conformance.model_goals import LADDERS, Goals
 from conformance.model_profiles import Profile
 from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
 from conformance.observe.resync import ResyncClock
@@ -68,8 +73,13 @@ BACKOFFS = {
     "1s-x3-max1500ms": RetryBackoff(1.0, 3.0, 1.5),
     "3s-x2-max1s": RetryBackoff(3.0, 2.0, 1.0),
 }
-#: The longest run of refused applies a step draws: a third retry shows a ladder's curve.
+#: The name each drawn retryBackoff goes by, for the goals.
+BACKOFF_NAMES = {backoff: name for name, backoff in BACKOFFS.items()}
+#: The longest run of refused applies a step draws: a third retry shows a ladder's curve. The
+#: default limiter's retries come milliseconds apart: its ladder shows past the timing band
+#: from its fifth retry on (BACK-6), so a step climbs it deeper.
 MOST_REFUSALS = 3
+MOST_DEFAULT_LIMITER_REFUSALS = 6
 #: How long a step without retries may take: its reconcile, the settle period after it and
 #: the checks, on a loaded machine. A step's resync-free slot adds its retries and restart.
 STEP_SECONDS = 6.0
@@ -90,6 +100,8 @@ REQUEST_TIMES = {
     "after-requested": ("requested", 1.0),
     "before-requested": ("requested", -5.0),
 }
+#: The request times around lastHandledSyncAt's second.
+NEAR_HANDLED = ("handled-same-second", "handled-next-second", "before-handled")
 
 
 def seconds_text(seconds: float) -> str:
@@ -102,14 +114,73 @@ def backoff_spec(backoff: RetryBackoff) -> dict[str, Any]:
     if backoff.initial is not None:
         spec["initial"] = seconds_text(backoff.initial)
     if backoff.factor is not None:
-        spec["factor"] = backoff.factor
+        # As the API server stores it: a whole 2.0 comes back as 2, and writing 2.0 over it
+        # again would change metadata.generation, a spec change the model does not expect.
+        spec["factor"] = int(backoff.factor) if backoff.factor.is_integer() else backoff.factor
     if backoff.max is not None:
         spec["max"] = seconds_text(backoff.max)
     return spec
 
 
+@dataclass(kw_only=True)
+class Run:
+    """Sequences run on the model: how many, their steps, and the goals they reached."""
+
+    sequences: int = 0
+    steps: int = 0
+    goals: Goals = field(default_factory=lambda: Goals(BACKOFF_NAMES))
+
+    @property
+    def restarts(self) -> bool:
+        """Whether the sequences draw controller restarts."""
+        raise NotImplementedError
+
+    def sequence(self, name: str, model: ReleaseModel) -> Sequence:
+        """A new sequence of one Release named `name` (its failure count starts at 0)."""
+        raise NotImplementedError
+
+    def now(self) -> datetime:
+        """The time a request is drawn relative to."""
+        return datetime.now(UTC)
+
+    def summary(self, profile: Profile) -> dict[str, Any]:
+        """What the report records of the run."""
+        return {
+            "profile": profile.name,
+            "seed": profile.seed,
+            "shard": profile.shard,
+            "sequences": self.sequences,
+            "steps": self.steps,
+            "restarts": self.restarts,
+            "goalsReached": sorted(self.goals.reached),
+            "goalsMissed": self.goals.missed(),
+            "replay": profile.replay,
+        }
+
+
 @dataclass
-class World:
+class Rehearsal(Run):
+    """A profile's sequences on the model alone, no cluster: what its seed draws and which
+    goals the draws reach. Nothing a sequence draws reads the cluster, so a run on the
+    reference controller draws the same; resync ticks between steps, which a rehearsal has
+    none of, change no draw."""
+
+    restarts: bool = True  # type: ignore[assignment]
+    #: the rehearsal's clock: each reading comes a step later than the one before, as no
+    #: step on a cluster takes less
+    clock: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        self.clock += timedelta(seconds=STEP_SECONDS)
+        return self.clock
+
+    def sequence(self, name: str, model: ReleaseModel) -> Sequence:
+        self.goals.count_from_zero()
+        return Sequence(self, model)
+
+
+@dataclass
+class World(Run):
     """What the machine drives: the test's fixtures, and what it has done so far."""
 
     releases: Releases
@@ -117,8 +188,14 @@ class World:
     timing: Timing
     #: the controller to restart between steps; None where the run draws no restarts
     restartable: HostController | None
-    sequences: int = 0
-    steps: int = 0
+
+    @property
+    def restarts(self) -> bool:
+        return self.restartable is not None
+
+    def sequence(self, name: str, model: ReleaseModel) -> Driver:
+        self.goals.count_from_zero()
+        return Driver(self, model, app=App(self.releases, name))
 
     def restart_controller(self) -> None:
         assert self.restartable is not None
@@ -130,35 +207,121 @@ class World:
         kill_now(self.restartable.process)
         self.restartable.restart()
 
-    def summary(self, profile: Profile) -> dict[str, Any]:
-        """What the report records of the run."""
-        return {
-            "profile": profile.name,
-            "seed": profile.seed,
-            "shard": profile.shard,
-            "sequences": self.sequences,
-            "steps": self.steps,
-            "restarts": self.restartable is not None,
-            "replay": profile.replay,
-        }
-
 
 @dataclass
-class Driver:
-    """One Release on the cluster and its model, moved together step by step."""
+class Sequence:
+    """One generated sequence on the model: its steps, the refusals the witness is still to
+    make, what the Release shows, and the goals it reaches. Alone, it is a rehearsal: the
+    events happen in the model only. A Driver causes them on a cluster too."""
 
-    world: World
-    app: App
+    run: Run
     model: ReleaseModel
     #: applies the witness is still to refuse
     refusals: int = 0
     steps: list[str] = field(default_factory=list)
-    #: the witness' time at the end of the last step
-    checked_until: float = 0.0
+    #: what the last predicted reconcile left the Release showing
+    shown: Prediction | None = None
 
     @property
     def history(self) -> str:
         return " -> ".join(self.steps)
+
+    def step(
+        self,
+        what: str,
+        event: Callable[[ReleaseModel], bool],
+        act: Callable[[Driver], object],
+        *,
+        refused: int = 0,
+        restart: bool = False,
+    ) -> None:
+        """Cause `event` in the model (and `act` on the cluster), then check the outcome; the
+        step's first `refused` applies are refused."""
+        since = self._begin(what, refused, restart=restart)
+        self._act(act)
+        before, shown = copy.copy(self.model), self.shown
+        predictions = self._predict() if event(self.model) else []
+        self.run.goals.observe_step(before, self.model, predictions, shown)
+        self._finish(predictions, since)
+
+    def interrupted_retries(self, what: str, interruption: str, refused: int) -> None:
+        """A pending request's apply is refused, and before its first retry comes the
+        controller is killed (and started again) or the request is withdrawn. Then the retry
+        the refusal scheduled is gone, or finds nothing to apply; the remaining refusals
+        climb a new ladder."""
+        since = self._begin(what, refused, restart=True)
+        # Pending in manual mode whatever was handled, a future second included.
+        now = self.run.now()
+        at = max(now, request_time(self.model, "handled", 1.0, now))
+        assert self.model.request_sync(at), "the request changes the annotation"
+        first = self._predict_one()
+        assert first.reason == TRANSIENT, "the step is drawn only where the request is pending"
+        self._interrupt(interruption, at, first)
+        if interruption == "crash":
+            self.restart_model()
+            self._finish([first, *self._predict()], since, chained_from=1)
+        else:
+            self.model.remove_sync_request()
+            self._finish([first, self._predict_one()], since, chained_from=2)
+
+    def restart_model(self) -> bool:
+        """The controller restarted: the model's failure count, and the goals', start at 0."""
+        self.run.goals.count_from_zero()
+        return self.model.restart()
+
+    def close(self) -> None:
+        """The sequence is over."""
+
+    def _begin(self, what: str, refused: int, *, restart: bool) -> float:
+        self.steps.append(what)
+        self.run.steps += 1
+        self.refusals = refused
+        return 0.0
+
+    def _act(self, act: Callable[[Driver], object]) -> None:
+        """A rehearsal causes nothing on a cluster."""
+
+    def _interrupt(self, interruption: str, at: datetime, first: Prediction) -> None:
+        """A rehearsal causes nothing on a cluster."""
+
+    def _finish(self, predictions: list[Prediction], since: float, chained_from: int = 0) -> None:
+        self.refusals = 0
+
+    def _predict(self) -> list[Prediction]:
+        """The reconcile the event starts, and the retries its failures schedule."""
+        predictions = [self._predict_one()]
+        while predictions[-1].due.requeue is not None:
+            predictions.append(self._predict_one())
+        return predictions
+
+    def _predict_one(self) -> Prediction:
+        failures = self.model.failures
+        self.model.refuse_applies(self.refusals > 0)
+        prediction = self.model.reconcile()
+        if prediction.reason == TRANSIENT:
+            self.refusals -= 1
+        self.run.goals.observe_reconcile(failures, prediction, self.model.backoff)
+        self.shown = prediction
+        return prediction
+
+
+@dataclass
+class Driver(Sequence):
+    """One Release on the cluster and its model, moved together step by step."""
+
+    app: App = field(kw_only=True)
+    #: the witness' time at the end of the last step
+    checked_until: float = 0.0
+
+    @property
+    def world(self) -> World:
+        assert isinstance(self.run, World)
+        return self.run
+
+    def close(self) -> None:
+        """The next sequence starts with a Release of its own, alone in the namespace."""
+        print(f"sequence {self.app.name}: {self.history}")
+        self.world.releases.resource.delete(name=self.app.name, namespace=self.app.namespace)
 
     def _slot(self, retries: int = 0, *, restart: bool = False) -> float:
         """The resync-free seconds a step needs: its reconciles, `retries` retries (the
@@ -166,45 +329,18 @@ class Driver:
         delays = sum(self.model.backoff.delay(n) for n in range(1, retries + 1))
         return STEP_SECONDS + RESTART_SECONDS * restart + delays + RETRY_SECONDS * retries
 
-    def step(
-        self,
-        what: str,
-        event: Callable[[ReleaseModel], bool],
-        act: Callable[[], object],
-        *,
-        refused: int = 0,
-        restart: bool = False,
-    ) -> None:
-        """Cause `event` on the cluster (`act`) and in the model, then check the outcome; the
-        step's first `refused` applies are refused."""
-        since = self._begin(what, refused, restart=restart)
-        act()
-        self._finish(self._predict() if event(self.model) else [], since)
+    def _act(self, act: Callable[[Driver], object]) -> None:
+        act(self)
 
-    def interrupted_retries(self, what: str, interruption: str, refused: int) -> None:
-        """A pending request's apply is refused, and before its first retry comes the
-        controller is killed (and started again) or the request is withdrawn. Then the retry
-        the refusal scheduled is gone, or finds nothing to apply; the remaining refusals
-        climb a new ladder."""
-        # Pending in manual mode whatever was handled, a future second included.
-        at = max(datetime.now(UTC), request_time(self.model, "handled", 1.0))
-        since = self._begin(what, refused, restart=True)
+    def _interrupt(self, interruption: str, at: datetime, first: Prediction) -> None:
         self.app.request_sync(at=at)
-        assert self.model.request_sync(at), "the request changes the annotation"
-        first = self._predict_one()
-        assert first.reason == TRANSIENT, "the step is drawn only where the request is pending"
         self.app.wait_for(lambda r: reason(r) == TRANSIENT, "the refused apply's DeployFailed")
         if interruption == "crash":
             self.world.crash_controller()
-            self.model.restart()
-            self._finish([first, *self._predict()], since, chained_from=1)
         else:
             self.app.annotate({SYNC_REQUESTED_AT: None})
-            self.model.remove_sync_request()
-            held = self.model.reconcile()
             # A named quiet period: the retry the refusal scheduled comes, and applies nothing.
             self.app.quiet((first.due.requeue or 0.0) + self.world.timing.slack(0))
-            self._finish([first, held], since, chained_from=2)
 
     def _begin(self, what: str, refused: int, *, restart: bool) -> float:
         """Wait for a resync-free slot as long as the step needs; return the witness' time
@@ -218,9 +354,7 @@ class Driver:
             f"{self.history}: no resync tick for {late:.1f} s past the controller's resync "
             f"period ({self.world.clock.period:g} s)"
         )
-        self.steps.append(what)
-        self.world.steps += 1
-        self.refusals = refused
+        super()._begin(what, refused, restart=restart)
         if refused:  # armed in the slot: a resync tick before it must find applies let through
             self.app.deny_applies(times=refused)
         return self.world.releases.recorder.mark()
@@ -230,13 +364,16 @@ class Driver:
         `chained_from` on: a ladder the interruption did not cut) and the Release."""
         recorder, expected = self.world.releases.recorder, kinds_of(predictions)
         if expected:
-            recorder.wait_for(
-                count=len(expected),
-                since=since,
-                timeout=self.world.timing.reconcile + sum(retry_delays(predictions)),
-                name=self.app.object_name,
-                where=not_by_suite,
-            )
+            try:
+                recorder.wait_for(
+                    count=len(expected),
+                    since=since,
+                    timeout=self.world.timing.reconcile + sum(retry_delays(predictions)),
+                    name=self.app.object_name,
+                    where=not_by_suite,
+                )
+            except WitnessTimeout as missing:  # the steps first, as every finding reads
+                raise AssertionError(f"{self.history}: expected {expected}; {missing}") from None
         self.app.settle()
         attempts = self.app.attempts(since=since)
         assert kinds(attempts) == expected, f"{self.history}: attempts {kinds(attempts)}"
@@ -245,7 +382,7 @@ class Driver:
         self._check_status(predictions[-1] if predictions else None)
         # A refusal no apply used (a request that was not pending) ends with its step.
         recorder.allow_all()
-        self.refusals = 0
+        super()._finish(predictions, since)
         self.checked_until = recorder.mark()
 
     def _account_for_resyncs(self) -> bool:
@@ -273,20 +410,6 @@ class Driver:
             self._check_status(predictions[-1])
         self.checked_until = max([self.checked_until, *ticks, *(a.at for a in between)]) + 1e-6
         return waited
-
-    def _predict(self) -> list[Prediction]:
-        """The reconcile the event starts, and the retries its failures schedule."""
-        predictions = [self._predict_one()]
-        while predictions[-1].due.requeue is not None:
-            predictions.append(self._predict_one())
-        return predictions
-
-    def _predict_one(self) -> Prediction:
-        self.model.refuse_applies(self.refusals > 0)
-        prediction = self.model.reconcile()
-        if prediction.reason == TRANSIENT:
-            self.refusals -= 1
-        return prediction
 
     def _check_retries(
         self, attempts: list[Attempt], predictions: list[Prediction], since: float
@@ -353,14 +476,14 @@ def reconcile_spans(
 
 
 class SyncPolicyMachine(RuleBasedStateMachine):
-    world: World
+    world: Run
 
     def __init__(self) -> None:
         super().__init__()
-        self.driver: Driver | None = None
+        self.driver: Sequence | None = None
 
     @property
-    def on(self) -> Driver:
+    def on(self) -> Sequence:
         assert self.driver is not None, "create runs first"
         return self.driver
 
@@ -372,40 +495,63 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         if spec := backoff_spec(BACKOFFS[backoff]):
             policy["retryBackoff"] = spec
         model = ReleaseModel(automatic=automatic, backoff=BACKOFFS[backoff])
-        app = App(world.releases, f"web-{world.sequences}")
-        self.driver = Driver(world, app, model)
+        self.driver = world.sequence(f"web-{world.sequences}", model)
         self.driver.step(
             f"create({'automatic' if automatic else 'manual'}, {backoff})",
             lambda m: m.create(),
-            lambda: world.releases.app(app.name, sync_policy=policy),
+            lambda d: d.world.releases.app(d.app.name, sync_policy=policy),
         )
 
     def teardown(self) -> None:
-        """The next sequence starts with a Release of its own, alone in the namespace."""
         if self.driver is not None:
-            print(f"sequence {self.driver.app.name}: {self.driver.history}")
-            self.world.releases.resource.delete(
-                name=self.driver.app.name, namespace=self.driver.app.namespace
-            )
+            self.driver.close()
 
-    @rule(
-        when=st.sampled_from(list(REQUEST_TIMES)),
-        force=st.booleans(),
-        refused=st.integers(0, MOST_REFUSALS),
-    )
-    def sync(self, when: str, force: bool, refused: int) -> None:
-        """A /sync at a chosen time, forced or not; its first `refused` applies are refused."""
+    @rule(when=st.sampled_from(list(REQUEST_TIMES)), force=st.booleans(), data=st.data())
+    def sync(self, when: str, force: bool, data: st.DataObject) -> None:
+        """A /sync at a chosen time, forced or not; its first applies refused, as many as the
+        Release's retryBackoff climbs in a step."""
+        self._request(when, force=force, refused=draw_refusals(data, self.on.model.backoff))
+
+    @precondition(lambda machine: not machine.on.model.automatic)
+    @rule(when=st.sampled_from(NEAR_HANDLED), data=st.data())
+    def sync_near_the_handled_second(self, when: str, data: st.DataObject) -> None:
+        """Manual mode: a /sync in lastHandledSyncAt's second, the one after or an earlier
+        one (SYNC-3, SYNC-4), after a request handled now where none was. A rule of its own,
+        so that short sequences draw it often."""
+        if self.on.model.last_handled_sync is None:
+            self._request("now", force=False, refused=0)
+        self._request(when, force=False, refused=draw_refusals(data, self.on.model.backoff))
+
+    @rule(backoff=st.sampled_from(sorted(LADDERS)), force=st.booleans())
+    def climb_a_ladder(self, backoff: str, force: bool) -> None:
+        """A request on a chosen retryBackoff (changed first where the Release has another)
+        whose applies are refused as many times as that ladder's curve needs to show. A rule
+        of its own, so that short sequences climb each boundary's ladder."""
+        if self.on.model.backoff != BACKOFFS[backoff]:
+            self.change_backoff(backoff)
+        self._request("now", force=force, refused=LADDERS[backoff][1])
+
+    def _request(self, when: str, *, force: bool, refused: int) -> None:
         driver = self.on
-        at = request_time(driver.model, *REQUEST_TIMES[when])
-
+        at = request_time(driver.model, *REQUEST_TIMES[when], self.world.now())
         driver.step(
             f"sync({when}{', force' if force else ''}{f'; {refused} refused' if refused else ''})",
             lambda m: m.request_sync(at, force=force),
-            lambda: driver.app.request_sync(at=at, force=force),
+            lambda d: d.app.request_sync(at=at, force=force),
             refused=refused,
         )
 
-    @precondition(lambda machine: machine.world.restartable is not None and retry_is_far(machine))
+    @precondition(lambda machine: machine.on.model.sync_requested_at is not None)
+    @rule()
+    def withdraw(self) -> None:
+        """sync-requested-at removed: a change of the annotation, so a reconcile (SYNC-2)."""
+        self.on.step(
+            "withdraw",
+            lambda m: m.remove_sync_request(),
+            lambda d: d.app.annotate({SYNC_REQUESTED_AT: None}),
+        )
+
+    @precondition(lambda machine: machine.world.restarts and retry_is_far(machine))
     @rule(refused=st.integers(2, MOST_REFUSALS))
     def crash_between_retries(self, refused: int) -> None:
         """The controller killed between a refused apply and its retry: a new process with a
@@ -415,60 +561,59 @@ class SyncPolicyMachine(RuleBasedStateMachine):
     @precondition(lambda machine: not machine.on.model.automatic and retry_is_far(machine))
     @rule()
     def withdraw_before_retry(self) -> None:
-        """Manual mode: the request withdrawn between a refused apply and its retry, which
-        then finds nothing pending (a hold: the failure count is 0 again)."""
+        """Manual mode: a new render's request withdrawn between a refused apply and its
+        retry, which then finds nothing pending (a WaitingForSync hold: the failure count is 0
+        again). Then a new request refused once: its retry waits the first delay, not the
+        second (BACK-4)."""
+        self.new_render()
         self.on.interrupted_retries("sync; 1 refused, withdrawn", "withdraw", 1)
+        self._request("now", force=False, refused=1)
 
     @rule()
     def new_render(self) -> None:
-        driver = self.on
-        content = f"v{len(driver.steps) + 1}"
-        driver.step(
+        content = f"v{len(self.on.steps) + 1}"
+        self.on.step(
             f"render({content})",
             lambda m: m.edit_source(content),
-            lambda: driver.app.set_content(content),
+            lambda d: d.app.set_content(content),
         )
 
     @rule()
     def switch_mode(self) -> None:
-        driver = self.on
-        automatic = not driver.model.automatic
-        driver.step(
+        automatic = not self.on.model.automatic
+        self.on.step(
             f"mode({'automatic' if automatic else 'manual'})",
             lambda m: m.edit_spec(automatic=automatic),
-            lambda: driver.app.patch({"spec": {"syncPolicy": {"automatic": automatic}}}),
+            lambda d: d.app.patch({"spec": {"syncPolicy": {"automatic": automatic}}}),
         )
 
     @rule(backoff=st.sampled_from(sorted(BACKOFFS)))
     def change_backoff(self, backoff: str) -> None:
         """A new retryBackoff (a spec edit: a reconcile), so that a sequence climbs several."""
-        driver = self.on
         # A merge patch keeps the fields it does not name: those left unset are removed.
         spec = {"initial": None, "factor": None, "max": None} | backoff_spec(BACKOFFS[backoff])
-        driver.step(
+        self.on.step(
             f"backoff({backoff})",
             lambda m: m.edit_spec(backoff=BACKOFFS[backoff]),
-            lambda: driver.app.patch({"spec": {"syncPolicy": {"retryBackoff": spec}}}),
+            lambda d: d.app.patch({"spec": {"syncPolicy": {"retryBackoff": spec}}}),
         )
 
     @rule()
     def other_annotation(self) -> None:
-        driver = self.on
-        note = {"example.com/note": str(len(driver.steps))}
-        driver.step(
+        note = {"example.com/note": str(len(self.on.steps))}
+        self.on.step(
             "annotate(example.com/note)",
             lambda m: m.edit_other_metadata(),
-            lambda: driver.app.annotate(note),
+            lambda d: d.app.annotate(note),
         )
 
-    @precondition(lambda machine: machine.world.restartable is not None)
+    @precondition(lambda machine: machine.world.restarts)
     @rule()
     def restart(self) -> None:
-        driver = self.on
-        driver.step(
+        self.on.step(
             "restart",
-            lambda m: m.restart(),
-            driver.world.restart_controller,
+            lambda _: self.on.restart_model(),
+            lambda d: d.world.restart_controller(),
             restart=True,
         )
 
@@ -477,7 +622,7 @@ class SequenceFailed(AssertionError):
     """A step's observations disagreed with the model: the message names the steps."""
 
 
-def run_sequences(world: World, profile: Profile) -> None:
+def run_sequences(world: Run, profile: Profile) -> None:
     """Draw the profile's sequences from its seed and run each against the cluster; raise
     SequenceFailed with the (shrunk) sequence that failed, its seed and how to replay it."""
     SyncPolicyMachine.world = world
@@ -526,14 +671,26 @@ def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
     )
 
 
-def request_time(model: ReleaseModel, base: str, offset: float) -> datetime:
+def request_time(model: ReleaseModel, base: str, offset: float, now: datetime) -> datetime:
     """A request `offset` seconds from the second of `base` (+0.4 s: sub-second parts differ
     from the base's), from now where the base has no time; "now" and its offsets exactly."""
-    now = datetime.now(UTC)
     if base == "now":
         return now + timedelta(seconds=offset)
     since = model.last_handled_sync if base == "handled" else model.sync_requested_at
     return second(since or now) + timedelta(seconds=offset + 0.4)
+
+
+def rehearse(profile: Profile, *, restarts: bool = True) -> Rehearsal:
+    """The profile's sequences on the model alone: what they draw and which goals they reach
+    (`restarts`: drawn where the run restarts its own controller, as on the local cluster)."""
+    rehearsal = Rehearsal(restarts=restarts)
+    run_sequences(rehearsal, profile)
+    return rehearsal
+
+
+def draw_refusals(data: st.DataObject, backoff: RetryBackoff) -> int:
+    most = MOST_DEFAULT_LIMITER_REFUSALS if backoff.initial is None else MOST_REFUSALS
+    return data.draw(st.integers(0, most), label="refused")
 
 
 def retry_is_far(machine: SyncPolicyMachine) -> bool:

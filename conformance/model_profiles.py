@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-CI_SEED = 1
+#: The CI sequences' seed: one whose draws reach every case the generator aims for
+#: (conformance.model_goals), as a rehearsal on the model shows (tests/unit/test_model_goals.py).
+CI_SEED = 52
 
 
 @dataclass(frozen=True)

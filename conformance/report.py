@@ -414,7 +414,20 @@ def _model_runs_html(report: dict[str, Any]) -> str:
         for t in runs
         for r in [t["modelBasedRun"]]
     )
-    return f"<h2>Model-based run</h2><ul>{items}</ul>" if items else ""
+    goals = _goals_html([t["modelBasedRun"] for t in runs])
+    return f"<h2>Model-based run</h2><ul>{items}</ul>{goals}" if items else ""
+
+
+def _goals_html(runs: list[dict[str, Any]]) -> str:
+    """How many of the cases the generator aims for (conformance.model_goals) the shards'
+    sequences reached together, and those none reached."""
+    every = {g for r in runs for g in (*r.get("goalsReached", ()), *r.get("goalsMissed", ()))}
+    reached = {g for r in runs for g in r.get("goalsReached", ())}
+    if not every:
+        return ""
+    missed = sorted(every - reached)
+    text = f"<p>The sequences reached {len(reached)} of the {len(every)} cases they aim for"
+    return text + (f"; none reached: {html.escape('; '.join(missed))}.</p>" if missed else ".</p>")
 
 
 def render_html(report: dict[str, Any]) -> str:

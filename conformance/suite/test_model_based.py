@@ -2,10 +2,11 @@
 
 Where the example tests check the situations their authors thought of, this test draws
 sequences of events (requests at chosen seconds, forced or not, new renders, mode switches,
-retryBackoff edits, refused applies, crashes and withdrawn requests between a refusal and its
-retry, other annotations, restarts) and checks every reconcile against an executable
-model of the document: what is applied or dry-run, in order, each retry's delay, the Applied
-condition, the handled times and the applied render.
+retryBackoff edits and their ladders, refused applies, crashes and withdrawn requests between a
+refusal and its retry, removed requests, other annotations, restarts) and checks every
+reconcile against an executable model of the document: what is applied or dry-run, in order,
+each retry's delay, the Applied condition, the handled times and the applied render; it aims
+at the cases conformance.model_goals names.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from conformance.timing import Timing
 
 #: What the drawn events exercise in every run and its own kill table (`mutants --run
 #: --tests` this module) showed it tells apart. Not yet: a forced request's second unlike its
-#: reconcile's, a hold between two failures, a factor below 1 climbed past its first retry;
-#: restarts, and so BACK-5, only where drawn.
+#: reconcile's; restarts, and so BACK-5, only where drawn.
 CLAUSES = (
     "MODE-1.false",
     "MODE-1.true",
@@ -65,10 +65,13 @@ CLAUSES = (
     "REQ-1.DeployFailed",
     "BACK-1.formula",
     "BACK-2.unset",
+    "BACK-2.below-1",
     "BACK-2.exactly-1",
     "BACK-3.max",
     "BACK-3.max-below-initial",
     "BACK-4.success",
+    "BACK-4.hold-WaitingForSync",
+    "BACK-6.ladder",
 )
 
 

@@ -14,14 +14,16 @@ from conformance.model_profiles import Profile
 HANDLED = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
 
 
-def test_a_backoff_spec_leaves_unset_fields_out() -> None:
+def test_a_backoff_spec_leaves_unset_fields_out_and_writes_a_whole_factor_as_an_integer() -> None:
     assert backoff_spec(RetryBackoff()) == {}
     assert backoff_spec(RetryBackoff(1.0)) == {"initial": "1000ms"}
     assert backoff_spec(RetryBackoff(1.0, 3.0, 1.5)) == {
         "initial": "1000ms",
-        "factor": 3.0,
+        "factor": 3,
         "max": "1500ms",
     }
+    assert type(backoff_spec(RetryBackoff(1.0, 2.0))["factor"]) is int
+    assert backoff_spec(RetryBackoff(1.0, 1.9))["factor"] == 1.9
 
 
 @pytest.mark.parametrize(
@@ -43,16 +45,15 @@ def test_each_drawn_backoff_climbs_the_ladder_the_document_gives(
 def test_request_times_are_relative_to_the_second_of_their_base() -> None:
     model = ReleaseModel(last_handled_sync=HANDLED)
     model.sync_requested_at = HANDLED + timedelta(seconds=7, microseconds=250_000)
-    assert request_time(model, "handled", 1.0) == HANDLED + timedelta(seconds=1.4)
-    assert request_time(model, "requested", -5.0) == HANDLED + timedelta(seconds=2.4)
+    now = HANDLED + timedelta(minutes=1)
+    assert request_time(model, "handled", 1.0, now) == HANDLED + timedelta(seconds=1.4)
+    assert request_time(model, "requested", -5.0, now) == HANDLED + timedelta(seconds=2.4)
 
 
 def test_a_base_without_a_time_counts_from_now() -> None:
-    before = datetime.now(UTC).replace(microsecond=0)
-    earlier = request_time(ReleaseModel(), "handled", -5.0)
-    assert before - timedelta(seconds=4.6) <= earlier <= datetime.now(UTC) - timedelta(seconds=4)
-    ahead = request_time(ReleaseModel(), "now", 3.0)
-    assert before + timedelta(seconds=3) <= ahead <= datetime.now(UTC) + timedelta(seconds=3)
+    now = HANDLED + timedelta(seconds=0.75)
+    assert request_time(ReleaseModel(), "handled", -5.0, now) == HANDLED - timedelta(seconds=4.6)
+    assert request_time(ReleaseModel(), "now", 3.0, now) == now + timedelta(seconds=3)
 
 
 def test_each_shard_draws_its_own_sequences_and_replays_alone() -> None:

@@ -77,13 +77,15 @@ from conformance.report import MODEL_RUN_PROPERTY
 @pytest.mark.clause("SYNC-4.same-second")
 def test_sequences(record_property):
     summary = {"profile": "ci", "seed": 7, "sequences": 10, "steps": 80, "restarts": False,
+               "goalsReached": ["SYNC-4.same-second: a request"],
+               "goalsMissed": ["BACK-6.ladder: a ladder"],
                "replay": "convoy-conformance run --model-profile=ci --model-seed=7"}
     record_property(MODEL_RUN_PROPERTY, json.dumps(summary))
 """
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_the_model_based_runs_profile_seed_and_counts_are_in_the_report(
+def test_the_model_based_runs_profile_seed_counts_and_goals_are_in_the_report(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
     written = run_inner(pytester, MODEL_RUN, *workers)
@@ -92,6 +94,7 @@ def test_the_model_based_runs_profile_seed_and_counts_are_in_the_report(
     page = (pytester.path / "out" / "conformance-report.html").read_text()
     assert "Model-based run" in page and "seed 7: 10 sequences, 80 steps, no restarts" in page
     assert "--model-seed=7" in page
+    assert "reached 1 of the 2 cases they aim for; none reached: BACK-6.ladder: a ladder" in page
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,149 @@
+"""The cases the model-based run aims for (conformance.model_goals): each goal is reached by
+the model's steps that show it and by no other, and the CI profile's seed reaches them all,
+checked by rehearsal on the model alone (the draws never read the cluster)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from conformance.model import Due, Prediction, ReleaseModel, RetryBackoff
+from conformance.model_based import BACKOFF_NAMES, BACKOFFS, rehearse
+from conformance.model_goals import (
+    GOALS,
+    HOLD_GOAL,
+    REMOVED_GOAL,
+    REQUEST_GOALS,
+    Goals,
+    ladder_goal,
+)
+from conformance.model_profiles import CI_SEED, SHARDS, Profile
+
+HANDLED = datetime(2026, 12, 4, 10, 0, 0, tzinfo=UTC)
+
+
+def step(
+    goals: Goals,
+    model: ReleaseModel,
+    event: str,
+    *args: object,
+    refused: int = 0,
+    shown: Prediction | None = None,
+) -> None:
+    """Cause `event` on the model, its first `refused` applies refused, and let the goals see
+    it: the reconciles it starts with their retries, as the run predicts them."""
+    before, predictions = copy.copy(model), []
+    if getattr(model, event)(*args):
+        while not predictions or predictions[-1].due.requeue is not None:
+            model.refuse_applies(len(predictions) < refused)
+            failures = model.failures
+            predictions.append(model.reconcile())
+            goals.observe_reconcile(failures, predictions[-1], model.backoff)
+    goals.observe_step(before, model, predictions, shown)
+
+
+def manual_with_a_handled_request() -> tuple[Goals, ReleaseModel]:
+    model = ReleaseModel(last_handled_sync=HANDLED, sync_requested_at=HANDLED, exists=True)
+    model.last_successful = model.render
+    return Goals(BACKOFF_NAMES), model
+
+
+@pytest.mark.parametrize(
+    ("seconds", "case"),
+    [(-5.6, "earlier"), (0.4, "same"), (0.999, "same"), (1.4, "next"), (2.4, None)],
+)
+def test_a_manual_request_reaches_the_goal_of_its_second_against_the_handled_one(
+    seconds: float, case: str | None
+) -> None:
+    goals, model = manual_with_a_handled_request()
+    step(goals, model, "request_sync", HANDLED + timedelta(seconds=seconds))
+    assert goals.reached == ({REQUEST_GOALS[case]} if case else set())
+
+
+def test_a_forced_request_or_one_in_automatic_mode_reaches_no_request_goal() -> None:
+    goals, model = manual_with_a_handled_request()
+    model.force_requested_at = None
+    before = copy.copy(model)
+    model.request_sync(HANDLED + timedelta(seconds=1.4), force=True)
+    goals.observe_step(before, model, [model.reconcile()], None)
+    model.automatic = True
+    step(goals, model, "request_sync", HANDLED + timedelta(seconds=0.4))
+    assert not goals.reached
+
+
+def test_a_removed_request_reaches_its_goal_only_where_its_reconcile_shows() -> None:
+    goals, model = manual_with_a_handled_request()
+    applied = model.reconcile()  # in sync: the Release shows Applied
+    step(goals, model, "remove_sync_request", shown=applied)  # and shows it again
+    assert REMOVED_GOAL not in goals.reached
+    model.sync_requested_at = HANDLED
+    model.edit_source("v2")  # no reconcile: the Release still shows Applied
+    step(goals, model, "remove_sync_request", shown=applied)  # now WaitingForSync
+    assert goals.reached == {REMOVED_GOAL}
+
+
+def test_a_removal_that_reconciles_an_automatic_release_reaches_its_goal() -> None:
+    goals, model = Goals(BACKOFF_NAMES), ReleaseModel(automatic=True, sync_requested_at=HANDLED)
+    step(goals, model, "remove_sync_request")
+    assert goals.reached == {REMOVED_GOAL}
+
+
+@pytest.mark.parametrize(("name", "retries"), [("1s-x0.5", 2), ("default", 5), ("3s-x2-max1s", 1)])
+def test_a_ladder_reaches_its_goal_at_the_retries_its_curve_needs(name: str, retries: int) -> None:
+    goals, model = manual_with_a_handled_request()
+    model.backoff = BACKOFFS[name]
+    step(goals, model, "request_sync", HANDLED + timedelta(seconds=10), refused=retries - 1)
+    assert ladder_goal(name) not in goals.reached
+    step(goals, model, "request_sync", HANDLED + timedelta(seconds=20), refused=retries)
+    assert ladder_goal(name) in goals.reached
+
+
+@pytest.mark.parametrize(
+    ("backoff", "reached"),
+    [(RetryBackoff(1.0, 2.0), True), (RetryBackoff(1.0, 1.0), False)],
+)
+def test_the_hold_goal_needs_a_waiting_for_sync_hold_between_failures_and_distinct_delays(
+    backoff: RetryBackoff, reached: bool
+) -> None:
+    goals = Goals(BACKOFF_NAMES)
+    goals.observe_reconcile(0, _prediction("DeployFailed"), backoff)
+    goals.observe_reconcile(1, _prediction("WaitingForSync"), backoff)
+    goals.observe_reconcile(0, _prediction("DeployFailed"), backoff)
+    assert (HOLD_GOAL in goals.reached) is reached
+
+
+def test_a_restart_between_the_hold_and_the_failure_forgets_the_count() -> None:
+    goals, backoff = Goals(BACKOFF_NAMES), RetryBackoff(1.0, 2.0)
+    goals.observe_reconcile(1, _prediction("WaitingForSync"), backoff)
+    goals.count_from_zero()
+    goals.observe_reconcile(0, _prediction("DeployFailed"), backoff)
+    assert HOLD_GOAL not in goals.reached
+
+
+@pytest.mark.parametrize("profile", ["ci", "kill"])
+def test_the_ci_seed_reaches_every_goal_where_the_run_restarts_its_own_controller(
+    profile: str,
+) -> None:
+    reached: set[str] = set()
+    for shard in range(SHARDS):
+        reached |= rehearse(Profile(profile, CI_SEED, shard)).goals.reached
+    missed = [goal for goal in GOALS if goal not in reached]
+    assert not missed, (
+        f"CI seed {CI_SEED} no longer reaches {missed}: the generator changed what it draws; "
+        "choose a CI_SEED whose rehearsal (conformance.model_based.rehearse) reaches them all"
+    )
+
+
+def _prediction(reason: str) -> Prediction:
+    """A reconcile's outcome as the goals read it: a refused apply, or a hold."""
+    return Prediction(
+        dry_run=False,
+        apply=reason == "DeployFailed",
+        applied="False",
+        reason=reason,
+        last_handled_sync=None,
+        last_handled_force=None,
+        due=Due(),
+    )
