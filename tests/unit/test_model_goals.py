@@ -4,13 +4,12 @@ checked by rehearsal on the model alone (the draws never read the cluster)."""
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from conformance.model import Due, Prediction, ReleaseModel, RetryBackoff
-from conformance.model_based import BACKOFF_NAMES, BACKOFFS, rehearse
+from conformance.model_based import BACKOFF_NAMES, BACKOFFS, Rehearsal, Sequence, rehearse
 from conformance.model_goals import (
     GOALS,
     HOLD_GOAL,
@@ -24,30 +23,23 @@ from conformance.model_profiles import CI_SEED, SHARDS, Profile
 HANDLED = datetime(2026, 12, 4, 10, 0, 0, tzinfo=UTC)
 
 
-def step(
-    goals: Goals,
-    model: ReleaseModel,
-    event: str,
-    *args: object,
-    refused: int = 0,
-    shown: Prediction | None = None,
+def cause(
+    sequence: Sequence, event: str, *args: object, refused: int = 0, **kwargs: object
 ) -> None:
-    """Cause `event` on the model, its first `refused` applies refused, and let the goals see
-    it: the reconciles it starts with their retries, as the run predicts them."""
-    before, predictions = copy.copy(model), []
-    if getattr(model, event)(*args):
-        while not predictions or predictions[-1].due.requeue is not None:
-            model.refuse_applies(len(predictions) < refused)
-            failures = model.failures
-            predictions.append(model.reconcile())
-            goals.observe_reconcile(failures, predictions[-1], model.backoff)
-    goals.observe_step(before, model, predictions, shown)
+    """A step of the rehearsed sequence: `event` on its model, the first `refused` applies
+    refused, the reconciles it starts and their retries predicted as the run predicts them."""
+    sequence.step(
+        event,
+        lambda model: getattr(model, event)(*args, **kwargs),
+        lambda _: None,  # a rehearsal acts on no cluster
+        refused=refused,
+    )
 
 
-def manual_with_a_handled_request() -> tuple[Goals, ReleaseModel]:
+def manual_with_a_handled_request() -> Sequence:
     model = ReleaseModel(last_handled_sync=HANDLED, sync_requested_at=HANDLED, exists=True)
     model.last_successful = model.render
-    return Goals(BACKOFF_NAMES), model
+    return Rehearsal().sequence("web", model)
 
 
 @pytest.mark.parametrize(
@@ -57,47 +49,46 @@ def manual_with_a_handled_request() -> tuple[Goals, ReleaseModel]:
 def test_a_manual_request_reaches_the_goal_of_its_second_against_the_handled_one(
     seconds: float, case: str | None
 ) -> None:
-    goals, model = manual_with_a_handled_request()
-    step(goals, model, "request_sync", HANDLED + timedelta(seconds=seconds))
-    assert goals.reached == ({REQUEST_GOALS[case]} if case else set())
+    sequence = manual_with_a_handled_request()
+    cause(sequence, "request_sync", HANDLED + timedelta(seconds=seconds))
+    assert sequence.run.goals.reached == ({REQUEST_GOALS[case]} if case else set())
 
 
 def test_a_forced_request_or_one_in_automatic_mode_reaches_no_request_goal() -> None:
-    goals, model = manual_with_a_handled_request()
-    model.force_requested_at = None
-    before = copy.copy(model)
-    model.request_sync(HANDLED + timedelta(seconds=1.4), force=True)
-    goals.observe_step(before, model, [model.reconcile()], None)
-    model.automatic = True
-    step(goals, model, "request_sync", HANDLED + timedelta(seconds=0.4))
-    assert not goals.reached
+    sequence = manual_with_a_handled_request()
+    cause(sequence, "request_sync", HANDLED + timedelta(seconds=1.4), force=True)
+    sequence.model.automatic = True
+    cause(sequence, "request_sync", HANDLED + timedelta(seconds=0.4))
+    assert not sequence.run.goals.reached
 
 
 def test_a_removed_request_reaches_its_goal_only_where_its_reconcile_shows() -> None:
-    goals, model = manual_with_a_handled_request()
-    applied = model.reconcile()  # in sync: the Release shows Applied
-    step(goals, model, "remove_sync_request", shown=applied)  # and shows it again
-    assert REMOVED_GOAL not in goals.reached
-    model.sync_requested_at = HANDLED
-    model.edit_source("v2")  # no reconcile: the Release still shows Applied
-    step(goals, model, "remove_sync_request", shown=applied)  # now WaitingForSync
-    assert goals.reached == {REMOVED_GOAL}
+    sequence = manual_with_a_handled_request()
+    cause(sequence, "resync")  # in sync: the Release shows Applied
+    cause(sequence, "remove_sync_request")  # and shows it again
+    assert REMOVED_GOAL not in sequence.run.goals.reached
+    sequence.model.sync_requested_at = HANDLED
+    cause(sequence, "edit_source", "v2")  # no reconcile: the Release still shows Applied
+    cause(sequence, "remove_sync_request")  # now WaitingForSync
+    assert sequence.run.goals.reached == {REMOVED_GOAL}
 
 
 def test_a_removal_that_reconciles_an_automatic_release_reaches_its_goal() -> None:
-    goals, model = Goals(BACKOFF_NAMES), ReleaseModel(automatic=True, sync_requested_at=HANDLED)
-    step(goals, model, "remove_sync_request")
-    assert goals.reached == {REMOVED_GOAL}
+    model = ReleaseModel(automatic=True, sync_requested_at=HANDLED)
+    sequence = Rehearsal().sequence("web", model)
+    cause(sequence, "remove_sync_request")
+    assert sequence.run.goals.reached == {REMOVED_GOAL}
 
 
 @pytest.mark.parametrize(("name", "retries"), [("1s-x0.5", 2), ("default", 5), ("3s-x2-max1s", 1)])
 def test_a_ladder_reaches_its_goal_at_the_retries_its_curve_needs(name: str, retries: int) -> None:
-    goals, model = manual_with_a_handled_request()
-    model.backoff = BACKOFFS[name]
-    step(goals, model, "request_sync", HANDLED + timedelta(seconds=10), refused=retries - 1)
-    assert ladder_goal(name) not in goals.reached
-    step(goals, model, "request_sync", HANDLED + timedelta(seconds=20), refused=retries)
-    assert ladder_goal(name) in goals.reached
+    sequence = manual_with_a_handled_request()
+    sequence.model.backoff = BACKOFFS[name]
+    at = HANDLED + timedelta(seconds=10)
+    cause(sequence, "request_sync", at, refused=retries - 1)
+    assert ladder_goal(name) not in sequence.run.goals.reached
+    cause(sequence, "request_sync", at + timedelta(seconds=10), refused=retries)
+    assert ladder_goal(name) in sequence.run.goals.reached
 
 
 @pytest.mark.parametrize(
