@@ -11,9 +11,10 @@ FAST := --timing controller_resync=30s
 CLUSTER ?= local
 TEST_CLUSTER := --cluster=local
 WORKERS ?= 3
-# The suite alone mostly waits on timers: 8 workers (each with its own local control plane and
-# controller) fit 2 cores and bring its wall time near its longest test.
-SUITE_WORKERS ?= 8
+# The suite alone mostly waits on timers: 12 workers (each with its own local control plane and
+# controller) keep 2 cores about 60 % busy and bring its wall time to 1.2x its longest test plus
+# a worker's set-up (benchmarks/critical_path.py).
+SUITE_WORKERS ?= 12
 # The suite on a real kind cluster (`make test-kind`, part of `make test`). KIND_ENGINE=own: the
 # kind host's own Docker engine and node image (conformance.kindhost; sandboxed hosts such as
 # this project's CI, root, Debian); system: this machine's Docker and kind with the pinned
@@ -36,7 +37,7 @@ binaries: $(BIN)/.installed
 	$(BIN)/convoy-conformance binaries
 
 conformance: $(if $(filter local,$(CLUSTER)),binaries,$(BIN)/.installed)
-	$(BIN)/convoy-conformance run --cluster=$(CLUSTER) $(FAST) -n $(SUITE_WORKERS) --dist worksteal $(ARGS)
+	$(BIN)/convoy-conformance run --cluster=$(CLUSTER) $(FAST) -n $(SUITE_WORKERS) $(ARGS)
 
 # Both phases of a certifying run: the controller as shipped, then the long phase (about 45 min).
 certify: $(if $(filter local,$(CLUSTER)),binaries,$(BIN)/.installed)
@@ -70,12 +71,12 @@ ifeq ($(KIND_ENGINE),own)
 	$(KINDHOST) up
 	status=0; export $$($(KINDHOST) env); options="$$($(KINDHOST) options)"; \
 	$(BIN)/pytest tests/kindhost -m kindhost $$options $(ARGS) \
-	  && $(BIN)/convoy-conformance run $$options $(FAST) -n $(KIND_WORKERS) --dist worksteal \
+	  && $(BIN)/convoy-conformance run $$options $(FAST) -n $(KIND_WORKERS) \
 	     --report-dir $(KIND_REPORT) $(ARGS) \
 	  && $(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml \
 	  || status=$$?; $(KINDHOST) down; exit $$status
 else
-	$(BIN)/convoy-conformance run --cluster=kind $(FAST) -n $(KIND_WORKERS) --dist worksteal \
+	$(BIN)/convoy-conformance run --cluster=kind $(FAST) -n $(KIND_WORKERS) \
 	  --report-dir $(KIND_REPORT) $(ARGS)
 	$(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml
 endif
@@ -85,4 +86,4 @@ mutants: binaries
 
 # The whole suite ten times in a row on the local control plane; every run must pass.
 soak: binaries
-	$(BIN)/python benchmarks/soak.py $(ARGS)
+	$(BIN)/python -m benchmarks.soak --workers $(SUITE_WORKERS) $(ARGS)

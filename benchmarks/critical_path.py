@@ -2,12 +2,13 @@
 
 The critical path is what no number of workers can beat: a worker's set-up (its control plane
 and controller, paid in the setup of its first test) plus the longest test. The benchmark runs
-the whole suite (a dev run: 8 workers, a 30 s resync; --certifying: the document's default
+the whole suite (a dev run: 12 workers, a 30 s resync; --certifying: the document's default
 resync, which is the first phase of a certifying run), records every test's phases with this
 module loaded as a pytest plugin, and prints the wall time, the critical path, their ratio, and
-the other lower bound (the tests' total time over the workers), with the longest tests.
+the other lower bound (the tests' total time over the workers), with the longest tests, and
+how busy the machine's cores were meanwhile (all processes: the machine may be shared).
 
-    .venv/bin/python -m benchmarks.critical_path [--workers 8] [--certifying]
+    .venv/bin/python -m benchmarks.critical_path [--workers 12] [--certifying]
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.figures import write_figures
+from benchmarks.figures import DEV_WORKERS, write_figures
 
 #: Where the plugin (in the run's controller process) writes the phases it saw.
 PHASES_FILE = "CONVOY_BENCHMARK_PHASES"
@@ -74,12 +75,20 @@ def critical_path(phases: list[dict[str, Any]], workers: int) -> dict[str, Any]:
     }
 
 
-def run_suite(workers: int, certifying: bool, out: Path) -> float:
+def cpu_times() -> tuple[float, float]:
+    """The machine's busy and total CPU time so far, in clock ticks (/proc/stat)."""
+    ticks = [float(t) for t in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def run_suite(workers: int, certifying: bool, out: Path) -> tuple[float, float]:
+    """The run's wall time, and the share of the machine's CPU time that was busy in it."""
     argv = [sys.executable, "-m", "conformance.cli", "run", "--cluster=local"]
     argv += [] if certifying else ["--timing", "controller_resync=30s"]
-    argv += ["-n", str(workers), "--dist", "worksteal", "-p", "benchmarks.critical_path"]
+    argv += ["-n", str(workers), "-p", "benchmarks.critical_path"]
     argv += [f"--report-dir={out / 'report'}", "-q"]
-    started = time.monotonic()
+    started, (busy, total) = time.monotonic(), cpu_times()
     with (out / "run.log").open("w") as log:
         subprocess.run(
             argv,
@@ -88,22 +97,24 @@ def run_suite(workers: int, certifying: bool, out: Path) -> float:
             check=True,
             env={**os.environ, PHASES_FILE: str(out / "phases.json")},
         )
-    return time.monotonic() - started
+    busy_after, total_after = cpu_times()
+    return time.monotonic() - started, (busy_after - busy) / (total_after - total)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=DEV_WORKERS)
     parser.add_argument("--certifying", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("reports/benchmarks"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="convoy-critical-path-"))
-    wall = run_suite(args.workers, args.certifying, work)
+    wall, cpu_busy = run_suite(args.workers, args.certifying, work)
     figures = critical_path(json.loads((work / "phases.json").read_text()), args.workers)
     figures = {"run": "certifying" if args.certifying else "dev", "workers": args.workers} | {
         "wallSeconds": wall,
         "ratio": wall / figures["criticalPathSeconds"],
+        "cpuBusyShare": cpu_busy,
         **figures,
     }
     name = f"critical-path-{figures['run']}.json"

@@ -6,6 +6,9 @@ import json
 import math
 from pathlib import Path
 
+#: xdist workers of a development run of the whole suite (the Makefile's SUITE_WORKERS).
+DEV_WORKERS = 12
+
 
 def percentile(values: list[float], rank: float) -> float:
     """The nearest-rank percentile (p99 of 100 values is the 99th smallest)."""

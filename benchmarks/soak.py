@@ -1,11 +1,11 @@
 """Soak: the whole suite on the reference controller, many times in a row; every run must pass.
 
 A flaky test shows here long before it shows in CI. Each run is `convoy-conformance run` on
-the local control plane (8 workers, a 30 s resync) with its own report; the soak prints one
+the local control plane (12 workers, a 30 s resync) with its own report; the soak prints one
 line per run (passed, failed, errors, skipped, seconds), writes them as JSON with the
 failing tests of each run, and exits non-zero when any run did not pass.
 
-    .venv/bin/python benchmarks/soak.py [--runs 10] [--workers 8] [--out reports/soak]
+    .venv/bin/python -m benchmarks.soak [--runs 10] [--workers 12] [--out reports/soak]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from benchmarks.figures import DEV_WORKERS
 
 #: JUnit's element for each outcome other than a pass.
 OUTCOMES = {"failure": "failed", "error": "errors", "skipped": "skipped"}
@@ -39,7 +41,7 @@ def counts(junit: Path) -> dict[str, Any]:
 def soak_run(number: int, workers: int, out: Path) -> dict[str, Any]:
     report_dir = out / f"run-{number:02d}"
     argv = [sys.executable, "-m", "conformance.cli", "run", "--cluster=local"]
-    argv += ["--timing", "controller_resync=30s", "-n", str(workers), "--dist", "worksteal"]
+    argv += ["--timing", "controller_resync=30s", "-n", str(workers)]
     argv += [f"--report-dir={report_dir}", "-q"]
     started = time.monotonic()
     with (out / f"run-{number:02d}.log").open("w") as log:
@@ -51,7 +53,7 @@ def soak_run(number: int, workers: int, out: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=DEV_WORKERS)
     parser.add_argument("--out", type=Path, default=Path("reports/soak"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -2,12 +2,12 @@
 document's, under a full parallel run of the suite. The timing config's bands (conformance/
 timing.py: early, late, ratio) are set from these figures.
 
-Runs the whole suite (8 workers, a 30 s resync) with the measured tables printed, reads every
+Runs the whole suite (12 workers, a 30 s resync) with the measured tables printed, reads every
 backoff retry and interval gap from them, and prints, per kind, how much sooner and later than
 expected they came: the minimum, the median, the 95th percentile and the maximum, in seconds,
 and writes them as JSON.
 
-    .venv/bin/python benchmarks/timing_spread.py [--workers 8] [--out reports/timing-spread.json]
+    .venv/bin/python -m benchmarks.timing_spread [--workers 12] [--out reports/timing-spread.json]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmarks.figures import DEV_WORKERS
 
 #: A row of a backoff ladder table: retry, expected delay, measured gap.
 LADDER_ROW = re.compile(r"^\s+\d+\s+([\d.]+) s\s+([\d.]+) s\s")
@@ -52,11 +54,11 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=DEV_WORKERS)
     parser.add_argument("--out", type=Path, default=Path("reports/timing-spread.json"))
     args = parser.parse_args()
     argv = [sys.executable, "-m", "conformance.cli", "run", "--timing", "controller_resync=30s"]
-    argv += ["-n", str(args.workers), "--dist", "worksteal", "-rP", "--report-dir=reports"]
+    argv += ["-n", str(args.workers), "-rP", "--report-dir=reports"]
     run = subprocess.run(argv, capture_output=True, text=True, check=False)
     figures = {kind: summary(v) for kind, v in excesses(run.stdout).items() if v}
     figures["suite_exit_code"] = run.returncode

@@ -233,7 +233,7 @@ def _certify(args: argparse.Namespace, extra: list[str]) -> int:
     shipped = report_dir / "phases" / "shipped"
     phases = {
         "shipped": [
-            *("-n", str(args.workers), "--dist", "worksteal"),
+            *("-n", str(args.workers)),
             f"--report-dir={shipped}",
         ],
         "long": [

@@ -203,7 +203,7 @@ def jobs(
     runs the tests of its clauses and stops at the first failure (a kill). With `tests`, every
     run runs those instead (the kill table of one part, the model-based run say). Longest
     first, so that the runs at a time stay busy to the end."""
-    whole = ["-n", str(workers), "--dist", "worksteal"]
+    whole = ["-n", str(workers)]
     everything = tests or [str(suite_dir)]
     found = [Job(BASELINE, everything, None, whole)]
     variants = [m for m in mutants if m.benign]

@@ -30,10 +30,11 @@ from conformance.session import (
 from conformance.turns import STOPS_CONTROLLER
 from conformance.verify import test_key
 
-pytest_plugins = ["conformance.fixtures.cluster", "conformance.fixtures.convoy"]
-
-#: The marker of a test that runs far longer than the others (the model-based run).
-STARTS_FIRST = "starts_first"
+pytest_plugins = [
+    "conformance.fixtures.cluster",
+    "conformance.fixtures.convoy",
+    "conformance.scheduling",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -179,11 +180,6 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{STOPS_CONTROLLER}: stops the controller under test; where xdist workers share the "
         "controller, it runs while no other test does",
     )
-    config.addinivalue_line(
-        "markers",
-        f"{STARTS_FIRST}: takes minutes where the others take seconds; it starts first, so that "
-        "the rest run beside it instead of after it",
-    )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):
         shared = config.workerinput  # type: ignore[attr-defined]
@@ -228,15 +224,14 @@ TEST_BODY_ONLY = pytest.mark.timeout(func_only=True)
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every clause a test names must be in the catalog (a bare rule ID is not a clause); with
-    --rerun-failed, only the tests the report lists as failed run; a test marked starts_first
-    comes first (xdist hands out the collection's order)."""
+    --rerun-failed, only the tests the report lists as failed run (conformance.scheduling
+    then puts the longest first)."""
     rerun = config.getoption("rerun_failed")
     if rerun:
         failed = failed_tests(rerun)
         chosen = {item.nodeid: test_key(item.nodeid) in failed for item in items}
         config.hook.pytest_deselected(items=[item for item in items if not chosen[item.nodeid]])
         items[:] = [item for item in items if chosen[item.nodeid]]
-    items.sort(key=lambda item: item.get_closest_marker(STARTS_FIRST) is None)  # stable
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(TEST_BODY_ONLY)

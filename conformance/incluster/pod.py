@@ -60,7 +60,7 @@ def suite_argv(kubeconfig: Path, reports: Path, args: argparse.Namespace) -> lis
     if args.command == "certify":
         argv += ["--workers", str(args.workers)]
     elif args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "worksteal"]
+        argv += ["-n", str(args.workers)]
     argv += ["--cluster=existing", f"--kubeconfig={kubeconfig}", "--convoy-install=none"]
     argv.append(f"--witness-service={args.witness_service}")
     if args.controller_deployment:
