@@ -2,7 +2,9 @@
 
 Every test that uses the shared controller holds a shared turn while it runs; a test that stops
 the controller (BACK-5's restart) holds the exclusive turn, so that no other worker's test sees
-the controller go away, its subresource API go unserved, or its restarted initial list. A
+the controller go away, its subresource API go unserved, or its restarted initial list. It
+records when the controller started again: the restart moves the resync ticks, which every
+worker's resync clock keeps track of. A
 turnstile gives the exclusive turn precedence: once a stopping test waits, no new test starts
 until it is done, and it does not wait for the end of the run.
 
@@ -36,6 +38,7 @@ class ControllerTurns:
         self._turnstile = base.with_suffix(".turnstile")
         self._users = base.with_suffix(".users")
         self._sessions = base.with_suffix(".sessions")
+        self._restarts = base.with_suffix(".restarts")
 
     @contextlib.contextmanager
     def session(self, setup: Callable[[], Any], teardown: Callable[[Any], None]) -> Iterator[None]:
@@ -76,3 +79,14 @@ class ControllerTurns:
         """A test that stops the controller: alone, once the running tests are done."""
         with _flocked(self._turnstile, fcntl.LOCK_EX), _flocked(self._users, fcntl.LOCK_EX):
             yield
+
+    def restarted(self, at: float) -> None:
+        """A stopping test started the controller again at `at` (time.monotonic(), one clock
+        for every process on the machine): every worker's resync clock must know."""
+        with _flocked(self._restarts, fcntl.LOCK_EX):
+            self._restarts.write_text(json.dumps(max(at, self.last_restart())))
+
+    def last_restart(self) -> float:
+        """When a stopping test last started the controller again; 0.0 if none did."""
+        text = self._restarts.read_text() if self._restarts.exists() else ""
+        return float(json.loads(text)) if text.strip() else 0.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -32,11 +32,12 @@ class ResyncClock:
         period: float,
         timing: Timing,
         run_id: str,
-        controller: Any | None = None,
+        started: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self._api = api
-        #: the controller under test when the suite runs it: a restart resets the resync phase
-        self._controller = controller
+        #: when the controller under test last started (time.monotonic(); 0.0: unknown, as for
+        #: one the suite does not run): a restart resets the resync phase
+        self._started = started
         self._witness = witness
         self.period = period
         self._timing = timing
@@ -72,7 +73,7 @@ class ResyncClock:
 
     def _follow_restart(self, *, wait: bool) -> None:
         """After a restart the ticks count from the restarted controller's initial list."""
-        started = getattr(self._controller, "started_at", 0.0)
+        started = self._started()
         if started <= self._created_at:
             return
         assert self._sentinel is not None
@@ -130,7 +131,7 @@ class ResyncClock:
         """Seconds past its due time (the period and the band's late side after the last tick,
         the controller's start or the sentinel's creation, and a burst's settle period) that
         the next tick has not come; None while it is not due yet."""
-        started = getattr(self._controller, "started_at", 0.0)
+        started = self._started()
         last = max([self._created_at, started, *self.ticks()[-1:]])
         due = last + self.period + self._timing.slack(self.period) + self.settle
         late = time.monotonic() - due
@@ -143,7 +144,7 @@ class ResyncClock:
         ticks = self.ticks()
         if ticks:
             return ticks[-1]
-        started = getattr(self._controller, "started_at", 0.0)
+        started = self._started()
         if started and time.monotonic() < started + self.period:
             return started
         return None

@@ -106,3 +106,21 @@ def test_a_change_for_the_run_is_made_by_the_first_worker_and_undone_by_the_last
         leave.set()
         process.join(DEADLINE)
     assert record.read_text() == "setup\nteardown ['--resync=2m']\n"
+
+
+def record_restart(directory: str, at: float) -> None:
+    ControllerTurns("run", Path(directory)).restarted(at)
+
+
+def test_a_restart_one_worker_records_is_the_last_restart_every_worker_reads(
+    tmp_path: Path,
+) -> None:
+    """Restart times are time.monotonic(), one clock for the machine's processes: the latest
+    wins, whichever worker records it, and one recorded late changes nothing."""
+    reader = ControllerTurns("run", tmp_path)
+    assert reader.last_restart() == 0.0, "a restart before any was recorded"
+    for at in (100.0, 250.0, 180.0):
+        process = SPAWN.Process(target=record_restart, args=(str(tmp_path), at))
+        process.start()
+        process.join(DEADLINE)
+    assert reader.last_restart() == 250.0
