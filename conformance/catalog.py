@@ -603,7 +603,7 @@ RULES: tuple[Rule, ...] = (
         (
             "per-release",
             "Each Release counts its own failures beside another failing Release "
-            "in the same namespace.",
+            "in the same namespace, or of the same name in another namespace.",
         ),
     ),
     rule(

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes import client
 
-from convoy import backoff, controller, workqueue
+from convoy import backoff, controller, policy, workqueue
 from convoy.api import Reason
 from mutants import mutant
 from mutants.patching import wrap
@@ -56,18 +56,49 @@ def initial_rounded_up_to_seconds() -> None:
 def failures_counted_per_namespace() -> None:
     """The failure count is kept per namespace: a Release's failures count for its
     neighbours' backoff too."""
+    _count_failures_by(lambda item: item.split("/", 1)[0])
+
+
+@mutant("retry-backoff-kept-for-the-ladder", "BACK-1.formula")
+def retry_backoff_kept_for_the_ladder() -> None:
+    """The retryBackoff a Release has at its first failure serves the whole ladder (a limiter
+    per item, made once): an edit between failures counts only after a success or a hold."""
+    kept: dict[str, backoff.RetryBackoff | None] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        read = result.policy
+        if read is not None and result.outcome.reason.transient:
+            with lock:
+                if self.queue.num_requeues(key) == 0:
+                    kept[key] = read.backoff
+                curve = kept.get(key, read.backoff)
+            result.policy = policy.SyncPolicy(read.automatic, read.interval, curve)
+        return original(self, key, result)
+
+
+@mutant("failures-counted-per-name", "BACK-1.per-release")
+def failures_counted_per_name() -> None:
+    """The failure count is kept by the Release's name alone: a Release of the same name in
+    another namespace counts on from its failures."""
+    _count_failures_by(lambda item: item.split("/", 1)[-1])
+
+
+def _count_failures_by(part: Callable[[str], str]) -> None:
+    """The failure count keyed by `part` of the Release's key (namespace/name)."""
     record, count, forget = (
         workqueue.FailureCounter.record,
         workqueue.FailureCounter.count,
         workqueue.FailureCounter.forget,
     )
 
-    def namespace(item: str) -> str:
-        return item.split("/", 1)[0] if isinstance(item, str) else item
+    def key(item: str) -> str:
+        return part(item) if isinstance(item, str) else item
 
-    workqueue.FailureCounter.record = lambda self, item: record(self, namespace(item))
-    workqueue.FailureCounter.count = lambda self, item: count(self, namespace(item))
-    workqueue.FailureCounter.forget = lambda self, item: forget(self, namespace(item))
+    workqueue.FailureCounter.record = lambda self, item: record(self, key(item))
+    workqueue.FailureCounter.count = lambda self, item: count(self, key(item))
+    workqueue.FailureCounter.forget = lambda self, item: forget(self, key(item))
 
 
 # -- BACK-2 ------------------------------------------------------------------------------------

@@ -216,3 +216,12 @@ def force_handled_only_on_success() -> None:
 def force_not_handled_on_a_hold() -> None:
     """lastHandledForceSyncAt is not written when the forced reconcile holds (Pinned, waiting)."""
     _force_handled_only_when(lambda outcome: outcome.reason not in api.HOLDS)
+
+
+@mutant("only-the-first-force-counts", "FORCE-2.manual", "FORCE-5.success")
+def only_the_first_force_counts() -> None:
+    """A force request is pending only while no force was ever handled: once
+    lastHandledForceSyncAt is set, later forced requests run as ordinary ones."""
+    policy.Requests.force_pending = property(
+        lambda self: self.force_at is not None and self.last_handled_force is None
+    )

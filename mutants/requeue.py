@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Any
 
 from convoy import api, controller, observer, policy, reconciler
@@ -61,6 +62,22 @@ for _reason in NOT_TRANSIENT:
         lambda reason=_reason: _set_transient(reason, True),
         f"REQ-2.{_reason.value}",
     )
+
+
+#: The reasons an author may take for "not ready yet", to poll rather than back off from.
+NOT_READY = (Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY)
+
+
+@mutant("not-ready-polled-at-the-first-delay", *(f"REQ-1.{r.value}" for r in NOT_READY))
+def not_ready_polled_at_the_first_delay() -> None:
+    """A Release whose source, values or Cluster is not ready yet is polled at the first
+    delay (controller-runtime's RequeueAfter habit): its retries never back off."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result):
+        if result.outcome.reason in NOT_READY:
+            self.queue.forget(key)
+        return original(self, key, result)
 
 
 @mutant("manual-failure-retried-only-with-a-request", "REQ-1.manual")
@@ -151,6 +168,25 @@ def interval_read_once() -> None:
     """The interval is read at a Release's first reconcile and kept in memory: a changed
     interval is ignored until a restart."""
     sync_policy_read_once("interval")
+
+
+@mutant("pending-periodic-reconcile-kept", "INT-1.changed")
+def pending_periodic_reconcile_kept() -> None:
+    """A Release whose periodic reconcile is scheduled keeps that time: an interval shortened
+    by a spec edit (10m to 1s) takes effect only once the old period has passed."""
+    due: dict[str, float] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        interval = result.policy.interval if result.policy is not None else 0.0
+        now = time.monotonic()
+        with lock:
+            if interval > 0 and due.get(key, 0.0) > now:
+                result.policy = _with_interval(result.policy, 0.0)  # the scheduled one stays
+            elif interval > 0:
+                due[key] = now + interval
+        return original(self, key, result)
 
 
 @mutant("drift-checked-every-3s", "INT-2.period")

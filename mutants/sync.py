@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from convoy import (
@@ -105,6 +105,23 @@ def sync_trigger_only_when_later() -> None:
         return found if synctime.parse_sync_time(_sync_at(event.new)) > old else None
 
 
+@mutant("sync-trigger-compares-to-the-second", "SYNC-2.later")
+def sync_trigger_compares_to_the_second() -> None:
+    """A change of sync-requested-at starts a reconcile only when its second changes: the
+    author read "compares the times to the second" into the trigger too."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found != "sync-requested" or not _sync_at(event.old) or not _sync_at(event.new):
+            return found
+        old, new = (
+            synctime.truncate_to_second(synctime.parse_sync_time(_sync_at(o)))
+            for o in (event.old, event.new)
+        )
+        return found if old != new else None
+
+
 @mutant("sync-trigger-needs-a-value", "SYNC-2.removed")
 def sync_trigger_needs_a_value() -> None:
     """Removing sync-requested-at starts no reconcile: the predicate wants a new value."""
@@ -168,6 +185,19 @@ def sync_time_offset_ignored() -> None:
         parsed = original(text)
         digits = datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
         return digits.replace(tzinfo=UTC, microsecond=parsed.microsecond)
+
+
+@mutant("sync-time-offset-minutes-unsigned", "SYNC-3.absolute-time")
+def sync_time_offset_minutes_unsigned() -> None:
+    """An offset's sign is applied to its hours only: -03:30 is read as -02:30."""
+
+    def offset(text: str) -> timezone:
+        if text == "Z":
+            return UTC
+        sign = -1 if text[0] == "-" else 1
+        return timezone(timedelta(hours=sign * int(text[1:3]), minutes=int(text[4:6])))
+
+    synctime._offset = offset
 
 
 @mutant("sync-time-needs-a-fraction", "SYNC-3.any-form")
@@ -453,6 +483,28 @@ def _drop_sync_for(*chosen: subresources.Subresource, methods: tuple[str, ...]) 
         return written
 
 
+@mutant(
+    "delete-of-nothing-is-no-request",
+    "SYNC-8.DELETE-pin",
+    "SYNC-8.DELETE-mutations",
+    "SYNC-8.DELETE-lifecycle",
+)
+def delete_of_nothing_is_no_request() -> None:
+    """A DELETE of a subresource whose annotation is not set answers 200 and writes nothing:
+    "there is nothing to take away", so no /sync request either."""
+
+    @wrap(subresources.SubresourceAPI, "_patch")
+    def patch(original, self, route, annotations):
+        current = self._releases.get_namespaced_custom_object(
+            api.GROUP, api.VERSION, route.namespace, api.RELEASES, route.name
+        )
+        existing = current["metadata"].get("annotations") or {}
+        data = [name for name in annotations if name != Annotation.SYNC_REQUESTED_AT]
+        if data and all(annotations[n] is None and n not in existing for n in data):
+            return current["metadata"]
+        return original(self, route, annotations)
+
+
 @mutant("pin-write-is-no-request", "SYNC-8.PUT-pin", "SYNC-8.DELETE-pin")
 def pin_write_is_no_request() -> None:
     """A write to /pin stores the pin without setting sync-requested-at."""
@@ -592,6 +644,23 @@ def no_sync_for_a_post_apply_batch() -> None:
 def sync_for_the_first_hook_batch_only() -> None:
     """Only the first batch of a phase sends a /sync when it completes."""
     _hook_syncs_only_when(lambda waiting: waiting.index == 0)
+
+
+@mutant("hook-batch-complete-when-one-is-healthy", "SYNC-9.hooks")
+def hook_batch_complete_when_one_is_healthy() -> None:
+    """The observer takes a hook batch for complete when any one of its objects is Healthy
+    (any for all): its /sync comes early, and none comes when the batch really completes."""
+
+    def check_hooks(self, key: str, release: Obj, target) -> None:
+        waiting = self._hooks.waiting(key)
+        if waiting is None or waiting.notified:
+            return
+        found = [observer.health.assess(target, ref).health for ref in waiting.refs]
+        if any(h == observer.Health.HEALTHY for h in found):
+            self._request_sync(release, f"{waiting.phase} batch {waiting.index + 1} is Healthy")
+            self._hooks.notified(key, waiting)
+
+    observer.Observer._check_hooks = check_hooks
 
 
 @mutant("no-sync-for-a-hook-batch", "SYNC-9.hooks")

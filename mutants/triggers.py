@@ -122,6 +122,31 @@ def resync_ignored() -> None:
         return None if found == "resync" else found
 
 
+@mutant("resync-skips-manual-releases", "TRIG-4.flag")
+def resync_skips_manual_releases() -> None:
+    """The resync reconciles automatic Releases only: "a manual one waits for /sync"."""
+    _resync_skips(lambda read: not read.automatic)
+
+
+@mutant("resync-skips-releases-with-an-interval", "TRIG-4.flag")
+def resync_skips_releases_with_an_interval() -> None:
+    """The resync reconciles only Releases without an interval: "their own timer covers
+    them"."""
+    _resync_skips(lambda read: read.interval > 0)
+
+
+def _resync_skips(skipped: Callable[[policy.SyncPolicy], bool]) -> None:
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found != "resync":
+            return found
+        try:
+            return None if skipped(policy.SyncPolicy.of(event.new)) else found
+        except policy.SpecError:
+            return found
+
+
 @mutant("resync-flag-ignored", "TRIG-4.flag")
 def resync_flag_ignored() -> None:
     """--resync is parsed but not passed on: the informer always resyncs every 2 minutes."""

@@ -164,7 +164,7 @@ def release_with(
     releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> Callable[..., Ladder]:
     """A Release with this retryBackoff (None: unset) and `spec`, that applied once, as a
-    Ladder to climb.
+    Ladder to climb (in the test's namespace, or `within` another's Releases).
 
     Automatic by default: it applies at its creation. A manual one applies at a first /sync,
     so that status.lastHandledSyncAt is set.
@@ -175,15 +175,16 @@ def release_with(
         *,
         automatic: bool = True,
         name: str = "web",
+        within: Releases = releases,
         **spec: Any,
     ) -> Ladder:
         policy: dict[str, Any] = {"automatic": True} if automatic else {}
         if retry_backoff is not None:
             policy["retryBackoff"] = retry_backoff
-        since = releases.recorder.mark()
-        app = releases.app(name, sync_policy=policy, **spec)
+        since = within.recorder.mark()
+        app = within.app(name, sync_policy=policy, **spec)
         if not automatic:
-            since = releases.recorder.mark()
+            since = within.recorder.mark()
             app.request_sync()
         app.wait_applied("True", "Applied")
         latency = app.reconcile_time(since)
@@ -249,15 +250,40 @@ def test_the_delay_before_retry_n_is_initial_times_factor_to_the_n_minus_1(
     ladder.climb(expected, ladder.app.request_sync, what="applies refused")
 
 
-@pytest.mark.clause("BACK-1.per-release")
-def test_each_release_counts_its_own_failures(
-    release_with: Callable[..., Ladder], timing: Timing
+@pytest.mark.clause("BACK-1.formula")
+def test_the_retry_backoff_the_release_has_at_a_failure_sets_its_next_delay(
+    release_with: Callable[..., Ladder],
 ) -> None:
-    """Two Releases of one namespace fail side by side, the second starting just after the
-    first: each climbs its own ladder, as if the other were not there."""
+    """Three failures on 1s x2; then retryBackoff becomes 300ms x1, and that edit's own
+    reconcile fails too: the next retries wait 300 ms each (factor 1: whatever the count),
+    not the 8 s the old curve had next."""
+    ladder = release_with({"initial": "1s", "factor": 2})
+    changed = {"initial": "300ms", "factor": 1}
+    expected = [0.3, 0.3, 0.3]
+    ladder.reserve([1, 2], expected)
+    ladder.climb([1, 2], ladder.app.request_sync, what="3 failures on 1s x2")
+    ladder.retry_backoff = changed
+    edit = {"spec": {"syncPolicy": {"retryBackoff": changed}}}
+    ladder.climb(expected, lambda: ladder.app.patch(edit), what="retryBackoff changed")
+
+
+@pytest.mark.clause("BACK-1.per-release")
+@pytest.mark.parametrize("beside", ["same-namespace", "same-name-in-another-namespace"])
+def test_each_release_counts_its_own_failures(
+    release_with: Callable[..., Ladder],
+    neighbour_releases: Releases,
+    timing: Timing,
+    beside: str,
+) -> None:
+    """Two Releases fail side by side, the second starting just after the first: each
+    climbs its own ladder, as if the other were not there. They share a namespace, or a
+    name in two namespaces."""
     backoff = {"initial": "1s", "factor": 2}
     expected = [1, 2, 4]
-    first, second = (release_with(backoff, name=name) for name in ("first", "second"))
+    if beside == "same-namespace":
+        first, second = (release_with(backoff, name=name) for name in ("first", "second"))
+    else:
+        first, second = release_with(backoff), release_with(backoff, within=neighbour_releases)
     first.reserve([1, *expected])
     since = first.app.releases.recorder.mark()
     for ladder in (first, second):
@@ -270,9 +296,10 @@ def test_each_release_counts_its_own_failures(
     for ladder in (first, second):
         attempts = ladder.app.wait_attempts(len(expected) + 1, since=since, timeout=total)
         gaps = gaps_of([a.at for a in attempts[: len(expected) + 1]])
-        print(ladder.measured(f"{ladder.app.name}, beside the other", expected, gaps))
+        where = f"{ladder.app.namespace}/{ladder.app.name}"
+        print(ladder.measured(f"{where}, beside the other", expected, gaps))
         if not ladder.fits(gaps, expected):
-            wrong.append(ladder.table(ladder.app.name, expected, gaps))
+            wrong.append(ladder.table(where, expected, gaps))
     assert not wrong, "a Release's retries followed another's failures:\n" + "\n".join(wrong)
 
 

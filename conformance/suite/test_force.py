@@ -31,10 +31,12 @@ def request_forced_sync(app: App) -> datetime:
     return parse_time(app.request_sync(at=app.next_pending_time(), force=True))
 
 
-def wait_force_handled(app: App, written: datetime) -> None:
-    """lastHandledForceSyncAt is the forced request's time, to the second."""
+def wait_force_handled(app: App, written: datetime, before: str | None = None) -> None:
+    """lastHandledForceSyncAt is the forced request's time, to the second (once it is other
+    than `before`, the value it had before the request)."""
     release = app.wait_for(
-        lambda r: r["status"].get("lastHandledForceSyncAt"), "lastHandledForceSyncAt"
+        lambda r: r["status"].get("lastHandledForceSyncAt") not in (None, before),
+        "lastHandledForceSyncAt",
     )
     handled = parse_time(release["status"]["lastHandledForceSyncAt"])
     assert handled.replace(microsecond=0) == written.replace(microsecond=0), (
@@ -51,6 +53,23 @@ def test_a_forced_request_applies_without_a_dry_run_and_is_recorded(releases: Re
     wait_force_handled(app, written)
     assert kinds(app.attempts(since=since)) == ["apply"], "a forced reconcile ran a dry run"
     assert "rollout" not in app.status(), "a forced reconcile without failurePolicy rolled out"
+
+
+@pytest.mark.clause("FORCE-2.manual", "FORCE-5.success")
+def test_each_forced_request_has_effect_not_only_the_first(releases: Releases) -> None:
+    """Two forced requests, one after the other: the second skips the dry run as the first
+    did, and its time is the one recorded."""
+    app = applied_manual_app(releases)
+    for content in ("v2", "v3"):
+        app.set_content(content)
+        before = app.status().get("lastHandledForceSyncAt")
+        since = app.releases.recorder.mark()
+        written = request_forced_sync(app)
+        app.wait_content(content)
+        wait_force_handled(app, written, before)
+        assert kinds(app.attempts(since=since)) == ["apply"], (
+            f"the forced request for {content} ran a dry run"
+        )
 
 
 @pytest.mark.clause("FORCE-2.automatic", "FORCE-4.after-success")

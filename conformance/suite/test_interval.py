@@ -119,36 +119,52 @@ def test_a_manual_release_is_reconciled_every_interval_too(
 
 
 #: A changed interval, by case: what it is changed to, from 1s, and its seconds.
-CHANGED_INTERVALS = {"2300ms": INTERVALS["2300ms"], "0s": 0.0}
+#: Interval changes by a spec edit: the interval written at creation (None: unset) and the
+#: one written then, with their seconds (0: no periodic reconcile). From 1s the old interval
+#: has a reconcile scheduled when the edit comes; from none, or from 10m, the new interval
+#: must start one of its own.
+INTERVAL_CHANGES = {
+    "1s-to-2300ms": (("1s", 1.0), ("2300ms", INTERVALS["2300ms"])),
+    "1s-to-0s": (("1s", 1.0), ("0s", 0.0)),
+    "unset-to-1s": ((None, 0.0), ("1s", 1.0)),
+    "10m-to-1s": (("10m", 600.0), ("1s", 1.0)),
+}
 
 
 @pytest.mark.parametrize(
-    "written",
+    "change",
     [
-        case("2300ms", "to-2300ms", "INT-1.changed"),
-        case("0s", "to-0s", "INT-3.changed-to-zero"),
+        case("1s-to-2300ms", "1s-to-2300ms", "INT-1.changed"),
+        case("1s-to-0s", "1s-to-0s", "INT-3.changed-to-zero"),
+        case("unset-to-1s", "unset-to-1s", "INT-1.changed"),
+        case("10m-to-1s", "10m-to-1s", "INT-1.changed"),
     ],
 )
 def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
-    releases: Releases, timing: Timing, resync_clock: ResyncClock, written: str
+    releases: Releases, timing: Timing, resync_clock: ResyncClock, change: str
 ) -> None:
-    """interval 1s, then changed by a spec edit. The edit's reconcile, and the one the old
-    interval had already scheduled (at most 1 s after the last), may come; after them the
-    reconciles come the new interval apart, or none come with 0s."""
-    old, new = 1.0, CHANGED_INTERVALS[written]
-    # The slot: two 1s periods, the edit's and the transition's, then four new periods (or
+    """An interval changed by a spec edit. The edit's reconcile, and the one a 1s interval had
+    already scheduled (at most 1 s after the last), may come; after them the reconciles come
+    the new interval apart, or none come with 0s."""
+    (old_text, old), (written, new) = INTERVAL_CHANGES[change]
+    pending = old if old <= 1.0 else 0.0  # a reconcile the old interval has scheduled by then
+    # The slot: the periods up to the edit and the transition's, then four new periods (or
     # the quiet period), each with its slack; as long as a resync period allows.
-    periods = [old] * 3 + ([new] * 4 if new else [timing.quiet])
+    periods = [pending] * 3 + ([new] * 4 if new else [timing.quiet])
     wanted = timing.slack(0) + sum(p + timing.slack(p) for p in periods)
     resync_clock.quiet_slot(min(wanted, resync_clock.longest_slot()))
-    app = releases.app("web", sync_policy={**AUTOMATIC, "interval": "1s"})
-    app.wait_attempts(count=2, timeout=timing.reconcile + 2 * (old + timing.slack(old)))
+    policy = AUTOMATIC if old_text is None else {**AUTOMATIC, "interval": old_text}
+    app = releases.app("web", sync_policy=policy)
+    app.wait_attempts(
+        count=2 if pending else 1, timeout=timing.reconcile + 2 * (pending + timing.slack(pending))
+    )
     since = releases.recorder.mark()
     app.patch({"spec": {"syncPolicy": {"interval": written}}})
     edited = first_attempt(app, since, timing.reconcile)
     latency = app.reconcile_time(since)  # the controller's own time, in every gap
     # the one reconcile the old interval had already scheduled comes by then
-    settled = edited.at + old + timing.slack(old, latency)
+    settled = edited.at + (pending + timing.slack(pending, latency) if pending else 0.0)
+    label = f"interval {old_text or 'unset'} -> {written}"
     if new:
         # four attempts after the transition: the first comes up to one new period after it
         budget = 4 * (new + timing.slack(new, latency))
@@ -156,8 +172,8 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
             count=4, since=settled, timeout=settled + budget - releases.recorder.mark()
         )[:4]
         gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
-        print(f"interval 1s -> {written}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
-        points = record(f"interval 1s -> {written}: apply attempts", timing, new, gaps, latency)
+        print(f"{label}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
+        points = record(f"{label}: apply attempts", timing, new, gaps, latency)
         wrong = [f"{p.measured:.3f} s" for p in points if not p.ok]
         assert not wrong, (
             f"after the change to {written}, reconciles came {', '.join(wrong)} apart, not "
@@ -166,7 +182,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
         return
     quiet = timing.quiet
     seen = app.quiet(settled + quiet - releases.recorder.mark(), since=settled)
-    print(f"interval 1s -> {written}: {len(seen)} attempt(s) in {quiet:g} s after the change")
+    print(f"{label}: {len(seen)} attempt(s) in {quiet:g} s after the change")
     note = ticks_note(resync_clock, settled, settled + quiet)
     assert seen == [], (
         f"reconciled after the interval was changed to {written}: "

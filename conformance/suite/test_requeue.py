@@ -67,8 +67,11 @@ class Backoff:
 BACKOFF = Backoff(initial=1.0, factor=2)
 AUTOMATIC = {"automatic": True, "retryBackoff": BACKOFF.spec}
 MANUAL = {"retryBackoff": BACKOFF.spec}
-#: Failures seen before the fix where the witness sees each one: the first and two retries.
-SEEN_FAILURES = 3
+#: Failures before the fix: the first and two retries. The witness sees each one where the
+#: failure is a refused write; elsewhere they leave no trace, and the cause stays as long as
+#: two retries take. Either way the recovery is retry 3, whose delay (4 s) tells a ladder
+#: that grows from one that stays at its first delay.
+FAILURES_BEFORE_FIX = 3
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -124,8 +127,8 @@ class Transient:
     """One transient failure: how to cause it and how to remove the cause without an event."""
 
     reason: ClassVar[str]
-    #: how many failures the test sees before the fix: 1 where the retries leave no trace
-    seen: ClassVar[int] = 1
+    #: whether the witness sees each failed attempt (a refused write)
+    traced: ClassVar[bool] = False
     sync_policy: ClassVar[Obj] = AUTOMATIC
     #: the Applied condition once the retry has removed the failure
     settled: ClassVar[tuple[str, str]] = ("True", "Applied")
@@ -162,9 +165,10 @@ class Transient:
 
     def span(self, timing: Timing) -> float:
         """Seconds from the start of the measurement to the latest recovery the test accepts."""
-        before_fix = sum(BACKOFF.delay(n) for n in range(1, self.seen))
-        delay = BACKOFF.delay(self.seen)
-        return timing.slack(0) + before_fix + delay + timing.slack(delay)
+        before_fix = sum(BACKOFF.delay(n) for n in range(1, FAILURES_BEFORE_FIX))
+        delay = BACKOFF.delay(FAILURES_BEFORE_FIX)
+        reconciles = FAILURES_BEFORE_FIX * timing.late  # each retry's own reconcile time
+        return timing.slack(0) + before_fix + delay + timing.slack(delay) + reconciles
 
     @property
     def clause(self) -> str:
@@ -257,7 +261,7 @@ class DeployFailed(Transient):
     """The witness refuses the applies of the rendered object; the fix lifts the refusal."""
 
     reason = "DeployFailed"
-    seen = SEEN_FAILURES
+    traced = True
 
     def fail(self, app: App) -> None:
         app.deny_applies()
@@ -275,7 +279,11 @@ class DeployFailed(Transient):
             return attempt.denied and not_by_suite(attempt)
 
         return app.releases.recorder.wait_for(
-            count=self.seen, name=app.object_name, dry_run=False, where=denied, timeout=timeout
+            count=FAILURES_BEFORE_FIX,
+            name=app.object_name,
+            dry_run=False,
+            where=denied,
+            timeout=timeout,
         )
 
 
@@ -287,7 +295,7 @@ class PruneFailed(Transient):
     """
 
     reason = "PruneFailed"
-    seen = SEEN_FAILURES
+    traced = True
 
     def pruned(self, app: App) -> str:
         return f"{app.name}-pruned"
@@ -316,7 +324,7 @@ class PruneFailed(Transient):
 
     def wait_failures(self, app: App, timeout: float) -> list[Attempt]:
         return app.releases.recorder.wait_for(
-            count=self.seen,
+            count=FAILURES_BEFORE_FIX,
             operation="DELETE",
             name=self.pruned(app),
             where=lambda attempt: attempt.denied,
@@ -360,9 +368,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     """After the failure shows in status, the cause goes away without any event that starts a
     reconcile; the Release is then applied (a manual one without a request reports) within
     the backoff delay due at that point (plus slack). No interval is set and no resync tick
-    falls in the measurement, so only a backoff retry can explain it. Where the witness sees
-    the failed attempts (DeployFailed, PruneFailed), it also shows two retries whose gaps
-    grow."""
+    falls in the measurement, so only a backoff retry can explain it. The cause stays through
+    two retries: where the witness sees the failed attempts (DeployFailed, PruneFailed), their
+    gaps must grow; elsewhere the recovery must wait for the third delay."""
     app = case.prepare(releases)
     span = case.span(timing)
     resync_clock.quiet_slot(span)
@@ -370,11 +378,18 @@ def test_a_transient_failure_is_retried_with_backoff(
     case.fail(app)
     first = first_failure(app, case.reason, since=start)
     latency = first - start  # the controller's own reconcile time, in every retry
-    if case.seen > 1:
-        ladder = sum(BACKOFF.delay(n) for n in range(1, case.seen))
+    retries = range(1, FAILURES_BEFORE_FIX)
+    if not case.traced:
+        # A named quiet period: the cause stays through the retries, which apply nothing.
+        through = first + sum(BACKOFF.delay(n) for n in retries)
+        through += timing.slack(BACKOFF.delay(retries[-1]), latency * len(retries))
+        seen = app.quiet(through - releases.recorder.mark(), since=first, dry_run=False)
+        assert seen == [], f"applied while the cause stayed: {[a.describe() for a in seen]}"
+    else:
+        ladder = sum(BACKOFF.delay(n) for n in retries)
         seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
         measured = gaps(seen)
-        expected = [BACKOFF.delay(n) for n in range(1, case.seen)]
+        expected = [BACKOFF.delay(n) for n in retries]
         print(
             f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s "
             f"(backoff {seconds(expected)} s)"
@@ -396,13 +411,14 @@ def test_a_transient_failure_is_retried_with_backoff(
     if failures:
         # The retry after failure k waits delay(k), counted from that failure.
         retry, last = len(failures), failures[-1].at
-        due = last + BACKOFF.delay(retry)
+        due, reconciles = last + BACKOFF.delay(retry), 1
     else:
-        # Failures leave no trace here: retries are due on the ladder from the first one.
+        # Failures leave no trace here: retries are due on the ladder from the first one,
+        # each a reconcile time later.
         retry, after_first = BACKOFF.next_retry(fixing - first)
-        last, due = first, first + after_first
+        last, due, reconciles = first, first + after_first, retry
     delay = BACKOFF.delay(retry)
-    deadline = due + timing.slack(delay, latency)
+    deadline = due + timing.slack(delay, latency * reconciles)
     try:
         recovered = case.recovery(
             app, since=fixing, timeout=deadline - releases.recorder.mark() + timing.reconcile
@@ -421,7 +437,8 @@ def test_a_transient_failure_is_retried_with_backoff(
     note = ticks_note(resync_clock, start, recovered.at)
     assert recovered.at <= deadline, (
         f"recovered {took:.2f} s after the last failure, later than retry {retry} of the "
-        f"backoff ({due - last:.2f} s + slack {timing.slack(delay, latency):.2f} s){note}"
+        f"backoff ({due - last:.2f} s + slack {timing.slack(delay, latency * reconciles):.2f} s)"
+        f"{note}"
     )
     earliest = due - timing.lead(delay)
     assert recovered.at >= earliest, (

@@ -91,29 +91,34 @@ def test_post_sync_writes_the_current_time_on_the_named_release(
 
 # -- SYNC-2: a change of the annotation starts a reconcile -----------------------------------
 
+#: The annotation's value before each change: a minute ago, a tenth into its second.
+BEFORE_CHANGE = ago(60).replace(microsecond=100_000)
+#: Changes of sync-requested-at from BEFORE_CHANGE (None: removed). Any change counts, also
+#: one within the same second, which no comparison to the second would see.
 CHANGES = {
-    "later": lambda: rfc3339(datetime.now(UTC)),
-    "earlier": lambda: rfc3339(ago(3600)),
-    "removed": lambda: None,
+    "later": rfc3339(datetime.now(UTC)),
+    "later-in-the-same-second": rfc3339(BEFORE_CHANGE.replace(microsecond=600_000)),
+    "earlier": rfc3339(ago(3600)),
+    "removed": None,
 }
 
 
 @pytest.mark.clause("TRIG-3.sync-requested-at")
 @pytest.mark.parametrize(
     "change",
-    [case(name, name, f"SYNC-2.{name}") for name in CHANGES],
+    [case(name, name, f"SYNC-2.{name.split('-')[0]}") for name in CHANGES],
 )
 def test_a_change_of_sync_requested_at_starts_a_reconcile(
     releases: Releases, resync_clock: ResyncClock, timing: Timing, change: str
 ) -> None:
     """Automatic mode applies at every reconcile, so the apply attempt is the reconcile."""
     app = releases.app(
-        "web", sync_policy=AUTOMATIC, annotations={SYNC_REQUESTED_AT: rfc3339(ago(60))}
+        "web", sync_policy=AUTOMATIC, annotations={SYNC_REQUESTED_AT: rfc3339(BEFORE_CHANGE)}
     )
     app.wait_applied("True", "Applied")
     resync_clock.quiet_slot(timing.reconcile)  # only the change can explain a reconcile
     since = app.releases.recorder.mark()
-    app.annotate({SYNC_REQUESTED_AT: CHANGES[change]()})
+    app.annotate({SYNC_REQUESTED_AT: CHANGES[change]})
     attempt = app.wait_attempts(since=since)[0]
     print(f"{change}: apply attempt {attempt.at - since:.3f} s after the annotation changed")
 
@@ -181,22 +186,29 @@ def test_a_request_earlier_than_the_last_handled_one_is_not_pending(
     assert app.live_object()["data"] == {"content": "v1"}
 
 
+#: Offsets east of UTC (a west one is the same, negated): whole hours, and hours and minutes,
+#: whose minutes take the offset's sign too.
+OFFSETS = {"whole-hours": timedelta(hours=5), "hours-and-minutes": timedelta(hours=5, minutes=30)}
+
+
 @pytest.mark.clause("SYNC-3.absolute-time")
+@pytest.mark.parametrize("offset", sorted(OFFSETS))
 def test_request_times_compare_as_instants_whatever_their_utc_offset(
-    releases: Releases, timing: Timing
+    releases: Releases, timing: Timing, offset: str
 ) -> None:
     """West of UTC the digits of a later instant can be smaller; east of it those of an
     earlier instant larger: only the instant counts."""
+    east = OFFSETS[offset]
     app = synced_manual_app(releases, sync_policy=PERIODIC)
     handled = last_handled(app)
     app.set_content("v2")
     later = handled + timedelta(seconds=3)
-    app.annotate({SYNC_REQUESTED_AT: rfc3339(later, offset=timedelta(hours=-5))})
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(later, offset=-east)})
     app.wait_content("v2")
     wait_handled(app, later)
     app.set_content("v3")
     earlier = later - timedelta(seconds=2)
-    app.annotate({SYNC_REQUESTED_AT: rfc3339(earlier, offset=timedelta(hours=5))})
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(earlier, offset=east)})
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
 
@@ -524,6 +536,28 @@ def test_a_subresource_write_sets_sync_requested_at_and_counts_as_a_request(
     assert same_second(last_handled(app), written)
 
 
+@pytest.mark.parametrize(
+    "subresource",
+    [case(s, f"DELETE-{s}-never-set", f"SYNC-8.DELETE-{s}") for s in PUT_BODIES],
+)
+def test_a_subresource_write_that_changes_no_data_counts_as_a_request_too(
+    releases: Releases, subresource: str
+) -> None:
+    """A DELETE whose annotation was never set takes nothing away: it is a write all the
+    same, so it sets sync-requested-at, a request in manual mode."""
+    app = releases.app("web")
+    app.wait_applied("False", "WaitingForSync")
+    before = app.get()
+    answer = subresources.delete(app, subresource)
+    until = answer.body["metadata"]["resourceVersion"]
+    assert until != before["metadata"]["resourceVersion"], f"DELETE /{subresource} wrote nothing"
+    _, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    assert f"{GROUP}/{subresource}" not in subresources.annotations(after)
+    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
+    app.wait_applied("True", "Applied")
+    assert same_second(last_handled(app), written)
+
+
 # -- SYNC-9: the observer's /sync -------------------------------------------------------------
 
 
@@ -625,6 +659,7 @@ def test_a_wave_completed_by_an_apply_sends_the_next_wave_a_sync(
 HOOK_BATCHES = {
     "preApply": {"preApply": [["migrate"]]},
     "two-preApply-batches": {"preApply": [["migrate"], ["seed"]]},
+    "a-batch-of-two": {"preApply": [["migrate", "seed"]]},
     "postApply": {"postApply": [["notify"]]},
 }
 
@@ -635,7 +670,8 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
 ) -> None:
     """Manual mode: each batch the Release waits for (WaitingForHooks), before or after the
     apply, sends one /sync when it turns Healthy; that request runs the next batch, and the
-    last one's finishes the sync."""
+    last one's finishes the sync. A batch of two is complete only when both are Healthy: the
+    first alone sends no /sync."""
     phases = HOOK_BATCHES[hooks]
     annotation = {
         phase: [[widgets.widget(name) for name in batch] for batch in batches]
@@ -653,9 +689,19 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
         )
         previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
         # A resync reconcile would find the batch done before the observer could say so.
-        resync_clock.quiet_slot(timing.reconcile)
-        for name in batch:
+        *first, last = batch
+        resync_clock.quiet_slot(timing.reconcile + (timing.quiet if first else 0.0))
+        for name in first:
             widgets.set_health(app, name, "Healthy")
+        if first:
+            app.holds_for(
+                lambda r, previous=previous: (
+                    subresources.annotations(r).get(SYNC_REQUESTED_AT) == previous
+                ),
+                f"no /sync while only {', '.join(first)} of {batch} is Healthy",
+                timing.quiet,
+            )
+        widgets.set_health(app, last, "Healthy")
         request = wait_for_observer_sync(app, previous)
     wait_handled(app, request)
     app.wait_applied("True", "Applied")

@@ -20,6 +20,7 @@ from conformance.observe.releases import (
     App,
     Obj,
     Releases,
+    applied_manual_app,
     condition,
     condition_status,
     rfc3339,
@@ -32,7 +33,13 @@ AUTOMATIC = {"automatic": True}
 
 
 def applied_automatic_app(releases: Releases, name: str = "web", **spec) -> App:
-    app = releases.app(name, sync_policy=AUTOMATIC, **spec)
+    return applied_automatic_app_with(releases, AUTOMATIC, name, **spec)
+
+
+def applied_automatic_app_with(
+    releases: Releases, sync_policy: Obj, name: str = "web", **spec
+) -> App:
+    app = releases.app(name, sync_policy=sync_policy, **spec)
     app.wait_applied("True", "Applied")
     return app
 
@@ -188,6 +195,36 @@ def test_the_resync_flag_sets_the_resync_period(releases: Releases, timing: Timi
         )
     app = applied_automatic_app(releases)
     assert timing.fits(resync_period(app, timing, period), period)
+
+
+def automatic_app_an_hour_apart(releases: Releases) -> App:
+    """An automatic Release with interval 1h, applied, whose source then changed."""
+    app = applied_automatic_app_with(releases, {**AUTOMATIC, "interval": "1h"})
+    app.set_content("v2")
+    return app
+
+
+#: Releases the resync reconciles too, besides an automatic one without an interval: each
+#: in sync, and then its source changed (no event): only a reconcile shows the new render.
+RESYNCED = {"manual": applied_manual_app, "automatic-with-an-interval": automatic_app_an_hour_apart}
+
+
+@pytest.mark.clause("TRIG-4.flag")
+@pytest.mark.parametrize("kind", sorted(RESYNCED))
+def test_the_resync_reconciles_manual_releases_and_releases_with_an_interval_too(
+    releases: Releases, timing: Timing, kind: str
+) -> None:
+    """A manual Release reports the new render (WaitingForSync); an automatic one, whose
+    interval is an hour away, applies it; both within a resync period."""
+    app = RESYNCED[kind](releases)
+    period = timing.controller_resync
+    within = period + timing.slack(period) + timing.reconcile
+    started = app.releases.recorder.mark()
+    if kind == "manual":
+        app.wait_applied("False", "WaitingForSync", timeout=within)
+    else:
+        app.wait_content("v2", timeout=within)
+    print(f"{kind}: the new render showed {app.releases.recorder.mark() - started:.1f} s later")
 
 
 @pytest.mark.clause("TRIG-4.default")
