@@ -687,6 +687,9 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
             ),
             f"WaitingForHooks, batch {batch}",
         )
+        # No other reconcile may find the batch done before the observer says so: those the
+        # setup started (the creation's, and the request's if it came after) must be over.
+        app.settle()
         previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
         # A resync reconcile would find the batch done before the observer could say so.
         *first, last = batch
