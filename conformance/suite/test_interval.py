@@ -118,7 +118,6 @@ def test_a_manual_release_is_reconciled_every_interval_too(
         print(f"{content} reported {releases.recorder.mark() - changed:.2f} s after the change")
 
 
-#: A changed interval, by case: what it is changed to, from 1s, and its seconds.
 #: Interval changes by a spec edit: the interval written at creation (None: unset) and the
 #: one written then, with their seconds (0: no periodic reconcile). From 1s the old interval
 #: has a reconcile scheduled when the edit comes; from none, or from 10m, the new interval
