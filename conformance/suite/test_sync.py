@@ -505,6 +505,25 @@ def write_subresource(app: App, method: str, subresource: str) -> subresources.R
     return subresources.delete(app, subresource)
 
 
+def write_is_a_request(
+    releases: Releases, method: str, subresource: str, preset: dict[str, str] | None
+) -> tuple[Obj, Obj]:
+    """A manual Release, waiting, made with `preset` annotations, gets the write: it must set
+    sync-requested-at, and in manual mode be handled as a request. Returns the Release just
+    before and just after the update that set it."""
+    app = releases.app("web", annotations=preset)
+    app.wait_applied("False", "WaitingForSync")
+    before = app.get()
+    answer = write_subresource(app, method, subresource)
+    until = answer.body["metadata"]["resourceVersion"]
+    assert until != before["metadata"]["resourceVersion"], f"{method} /{subresource} wrote nothing"
+    previous, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
+    app.wait_applied("True", "Applied")  # in manual mode the write was a /sync request
+    assert same_second(last_handled(app), written)
+    return previous, after
+
+
 @pytest.mark.parametrize(
     "target",
     [
@@ -519,21 +538,13 @@ def test_a_subresource_write_sets_sync_requested_at_and_counts_as_a_request(
     method, subresource = target
     annotation = f"{GROUP}/{subresource}"
     preset = {annotation: DELETED_VALUES[subresource]} if method == "DELETE" else None
-    app = releases.app("web", annotations=preset)
-    app.wait_applied("False", "WaitingForSync")
-    before = app.get()
-    answer = write_subresource(app, method, subresource)
-    until = answer.body["metadata"]["resourceVersion"]
-    previous, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    previous, after = write_is_a_request(releases, method, subresource, preset)
     data_before = subresources.annotations(previous).get(annotation)
     data_after = subresources.annotations(after).get(annotation)
     assert data_before != data_after and (data_after is not None) == (method == "PUT"), (
         f"{method} /{subresource}: {annotation} and sync-requested-at were not written in one "
         f"update: {annotation} was {data_before!r} before it and {data_after!r} after it"
     )
-    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
-    app.wait_applied("True", "Applied")  # in manual mode the write was a /sync request
-    assert same_second(last_handled(app), written)
 
 
 @pytest.mark.parametrize(
@@ -545,17 +556,8 @@ def test_a_subresource_write_that_changes_no_data_counts_as_a_request_too(
 ) -> None:
     """A DELETE whose annotation was never set takes nothing away: it is a write all the
     same, so it sets sync-requested-at, a request in manual mode."""
-    app = releases.app("web")
-    app.wait_applied("False", "WaitingForSync")
-    before = app.get()
-    answer = subresources.delete(app, subresource)
-    until = answer.body["metadata"]["resourceVersion"]
-    assert until != before["metadata"]["resourceVersion"], f"DELETE /{subresource} wrote nothing"
-    _, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
+    _, after = write_is_a_request(releases, "DELETE", subresource, preset=None)
     assert f"{GROUP}/{subresource}" not in subresources.annotations(after)
-    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
-    app.wait_applied("True", "Applied")
-    assert same_second(last_handled(app), written)
 
 
 # -- SYNC-9: the observer's /sync -------------------------------------------------------------

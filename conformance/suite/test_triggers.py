@@ -32,12 +32,8 @@ from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 AUTOMATIC = {"automatic": True}
 
 
-def applied_automatic_app(releases: Releases, name: str = "web", **spec) -> App:
-    return applied_automatic_app_with(releases, AUTOMATIC, name, **spec)
-
-
-def applied_automatic_app_with(
-    releases: Releases, sync_policy: Obj, name: str = "web", **spec
+def applied_automatic_app(
+    releases: Releases, name: str = "web", *, sync_policy: Obj = AUTOMATIC, **spec
 ) -> App:
     app = releases.app(name, sync_policy=sync_policy, **spec)
     app.wait_applied("True", "Applied")
@@ -199,7 +195,7 @@ def test_the_resync_flag_sets_the_resync_period(releases: Releases, timing: Timi
 
 def automatic_app_an_hour_apart(releases: Releases) -> App:
     """An automatic Release with interval 1h, applied, whose source then changed."""
-    app = applied_automatic_app_with(releases, {**AUTOMATIC, "interval": "1h"})
+    app = applied_automatic_app(releases, sync_policy={**AUTOMATIC, "interval": "1h"})
     app.set_content("v2")
     return app
 
