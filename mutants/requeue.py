@@ -136,6 +136,18 @@ def interval_only_in_automatic_mode() -> None:
         return original(self, key, result)
 
 
+@mutant("waiting-for-sync-backs-off", "INT-1.manual")
+def waiting_for_sync_backs_off() -> None:
+    """A manual Release that waits for /sync is requeued at twice its interval, as if
+    WaitingForSync were a hold that backs off: new renders show up one interval late."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        if result.policy is not None and result.outcome.reason is Reason.WAITING_FOR_SYNC:
+            result.policy = _with_interval(result.policy, 2 * result.policy.interval)
+        return original(self, key, result)
+
+
 @mutant("interval-kept-per-namespace", "INT-1.per-release")
 def interval_kept_per_namespace() -> None:
     """The interval is cached per namespace when a Release is created or changed: every

@@ -71,6 +71,14 @@ class ResyncClock:
         self._follow_restart(wait=False)
         return [a.at for a in self._sentinel.attempts(since=self._created_at, dry_run=False)]
 
+    def ticks_from(self, at: float) -> list[float]:
+        """The ticks from the last one before `at` on: the schedule a test that began at `at`
+        ran on. Earlier ticks came in other tests' bursts, where the sentinel's reconcile may
+        wait behind theirs."""
+        ticks = self.ticks()
+        earlier = sum(tick < at for tick in ticks)
+        return ticks[max(earlier - 1, 0) :]
+
     def _follow_restart(self, *, wait: bool) -> None:
         """After a restart the ticks count from the restarted controller's initial list."""
         started = self._started()

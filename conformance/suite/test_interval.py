@@ -97,25 +97,52 @@ def test_each_automatic_release_is_applied_every_interval_of_its_own(
 
 @pytest.mark.clause("INT-1.manual")
 def test_a_manual_release_is_reconciled_every_interval_too(
-    releases: Releases, timing: Timing
+    releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> None:
-    """Manual mode renders and reports at each periodic reconcile: a new source shows in
-    status.renderRef within one interval, with no event."""
+    """Manual mode renders and reports at each periodic reconcile, with no event: a new source
+    shows in status.renderRef at the next periodic reconcile. Each new source is written right
+    after the last one was reported, so the reports come one interval apart."""
     written, interval = "2300ms", INTERVALS["2300ms"]
+    periods = periods_of(interval)
     created = releases.recorder.mark()
     app = releases.app("web", sync_policy={"interval": written})
     app.wait_applied("False", "WaitingForSync")
-    latency = app.reconcile_time(created)
-    for content in ("v2", "v3"):
-        before = app.status()["renderRef"]
-        changed = releases.recorder.mark()
-        app.set_content(content)
-        app.wait_for(
-            lambda r, before=before: r["status"]["renderRef"] != before,
-            f"the render of {content} reported",
-            timeout=interval + timing.slack(interval, latency),
-        )
-        print(f"{content} reported {releases.recorder.mark() - changed:.2f} s after the change")
+    latency = app.reconcile_time(created)  # the controller's own time, in every gap
+    # The first report comes at any point of the period; a resync tick would report early.
+    resync_clock.quiet_slot((periods + 1) * (interval + timing.slack(interval, latency)))
+    reports = [
+        render_reported(app, f"v{n}", timeout=interval + timing.reconcile)
+        for n in range(2, periods + 3)
+    ]
+    gaps = [b - a for a, b in itertools.pairwise(reports)]
+    accepted = timing.band_text(interval, latency)
+    print(
+        f"manual, interval {written}: new renders reported "
+        f"{', '.join(f'{gap:.3f}' for gap in gaps)} s apart (reconcile time {latency:.3f} s; "
+        f"accepted {accepted})"
+    )
+    points = record(f"manual, interval {written}: reports", timing, interval, gaps, latency)
+    wrong = [f"{p.measured:.3f} s" for p in points if not p.ok]
+    assert not wrong, f"new renders were reported {', '.join(wrong)} apart, not {accepted}"
+
+
+def render_reported(app: App, content: str, timeout: float) -> float:
+    """Give the source new content (no event); return when the controller's status write that
+    reported its render came: the last one the witness saw before a read shows the new
+    renderRef."""
+    recorder, before = app.releases.recorder, app.status()["renderRef"]
+    since = recorder.mark()
+    app.set_content(content)
+    app.wait_for(
+        lambda r: r["status"]["renderRef"] != before,
+        f"a report of the render of {content}",
+        timeout,
+    )
+    writes = recorder.attempts(
+        since=since, kind="Release", name=app.name, subresource="status", where=not_by_suite
+    )
+    assert writes, f"{app.name}: a new renderRef, but no status write of the controller seen"
+    return writes[-1].at
 
 
 #: Interval changes by a spec edit: the interval written at creation (None: unset) and the
@@ -202,9 +229,10 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
     next one after that is the informer resync's, at the same moment as the resync sentinel's
     (nothing reconciles them between the /sync and the resync tick).
 
-    The sentinel is an automatic Release without interval too: its attempts after creation
-    must come one resync period apart, else they are no resync ticks to compare with.
+    The sentinel is an automatic Release without interval too: its attempts while the test
+    runs must come one resync period apart, else they are no resync ticks to compare with.
     """
+    begun = time.monotonic()
     quiet = timing.quiet
     resync_clock.quiet_slot(timing.slack(0) + quiet)
     apps = {
@@ -252,10 +280,10 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
             f"interval {label}: next apply attempt {gap:.2f} s after the /sync one, "
             f"{resynced.at - tick:+.2f} s from the resync sentinel's tick"
         )
-    ticks = resync_clock.ticks()
+    ticks = resync_clock.ticks_from(begun)
     periods = [b - a for a, b in itertools.pairwise(ticks)]
     print(
-        f"resync sentinel (interval unset): {len(ticks)} attempts after creation, "
+        f"resync sentinel (interval unset): {len(ticks)} attempts in the test, "
         f"{', '.join(f'{p:.2f}' for p in periods) or 'none'} s apart "
         f"(--resync {controller_resync:g} s)"
     )
