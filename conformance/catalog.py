@@ -632,6 +632,10 @@ RULES: tuple[Rule, ...] = (
         ("hold-WaitingForHooks", "After a WaitingForHooks hold the count starts again."),
         ("hold-WaitingForWave", "After a WaitingForWave hold the count starts again."),
         (
+            "hold-WaitingForHealth",
+            "After a WaitingForHealth hold (its apply went through) the count starts again.",
+        ),
+        (
             "nothing-else",
             "Nothing else resets it: a failure after a spec change, a /sync or a failure "
             "that is not transient counts on.",

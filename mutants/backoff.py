@@ -169,6 +169,7 @@ def _count_kept_when(keeps: Callable[[Any], bool]) -> None:
     "BACK-4.hold-Pinned",
     "BACK-4.hold-WaitingForHooks",
     "BACK-4.hold-WaitingForWave",
+    "BACK-4.hold-WaitingForHealth",
 )
 def hold_keeps_count() -> None:
     """A success or a hold does not reset the failure count."""
@@ -195,6 +196,13 @@ def waiting_for_sync_keeps_count() -> None:
 def waiting_for_hooks_keeps_count() -> None:
     """WaitingForHooks is left out of the holds: it does not reset the failure count."""
     _not_a_hold(Reason.WAITING_FOR_HOOKS)
+
+
+@mutant("WaitingForHealth-keeps-count", "BACK-4.hold-WaitingForHealth")
+def waiting_for_health_keeps_count() -> None:
+    """WaitingForHealth is left out of the holds: a render applied and waiting for its
+    postApply hooks does not reset the failure count (it is neither Applied nor failed)."""
+    _not_a_hold(Reason.WAITING_FOR_HEALTH)
 
 
 def _count_reset_by(trigger: str) -> None:

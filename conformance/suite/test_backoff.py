@@ -22,7 +22,14 @@ from conformance import measurements
 from conformance.install.host import ControllerUnderTest
 from conformance.marks import case
 from conformance.observe import subresources, widgets
-from conformance.observe.releases import NO_RENDER, App, Releases, invalid_object, parse_time
+from conformance.observe.releases import (
+    NO_RENDER,
+    App,
+    Releases,
+    applied_is,
+    invalid_object,
+    parse_time,
+)
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import WitnessTimeout
 from conformance.timing import Timing
@@ -126,6 +133,17 @@ class Ladder:
         quiet = max(end - recorder.mark(), 0.0)
         seen = self.app.quiet(quiet, since=recorder.mark(), dry_run=False)
         assert seen == [], f"applied during a hold: {[a.describe() for a in seen]}"
+
+    def outlast_applying(self, delay: float, reason: str) -> None:
+        """`outlast` for a hold whose reconciles apply the render (WaitingForHealth: automatic
+        mode applies at each reconcile, then waits): the Release holds with `reason` through
+        the retry that was due `delay` after the last attempt."""
+        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
+        self.app.holds_for(
+            lambda release: applied_is(release, "False", reason),
+            f"the {reason} hold",
+            max(end - self.app.releases.recorder.mark(), 0.0),
+        )
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
         latency = self.latency
@@ -434,6 +452,27 @@ def test_a_pinned_or_waiting_hold_resets_the_failure_count(
     ladder.outlast(4)
     # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
     ladder.climb([1, 2], lambda: subresources.delete(app, subresource), what=f"after {hold}")
+
+
+@pytest.mark.clause("BACK-4.hold-WaitingForHealth")
+def test_a_waiting_for_health_hold_resets_the_failure_count(
+    release_with: Callable[..., Ladder],
+) -> None:
+    """An automatic Release fails three times; then its apply goes through, with a render
+    whose Widget never turns Healthy and a postApply hook that waits for it: a hold
+    (WaitingForHealth) after an apply, neither a success nor a failure. A /sync whose apply
+    fails again waits the first delay again."""
+    ladder = release_with({"initial": "1s", "factor": 2})
+    app = ladder.app
+    ladder.reserve([1, 2, 4], [1, 2])
+    ladder.climb([1, 2], app.request_sync, what="3 failures")
+    app.releases.recorder.allow_all()
+    app.set_content("v1", extra=[widgets.widget("worker")])
+    subresources.put(app, "lifecycle", {"postApply": [[widgets.widget("notify")]]})
+    app.wait_applied("False", "WaitingForHealth")
+    ladder.outlast_applying(4, "WaitingForHealth")
+    # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
+    ladder.climb([1, 2], app.request_sync, what="after WaitingForHealth")
 
 
 def unappliable_then_sync(app: App) -> None:
