@@ -479,6 +479,11 @@ RULES: tuple[Rule, ...] = (
             "new-entries",
             "A change of one object's health starts one too, the render's health unchanged.",
         ),
+        (
+            "not-drift-or-times",
+            "An inventory write without new health data (a drift check: its time and drift "
+            "list, a new assessedAt) starts none.",
+        ),
     ),
     rule(
         "TRIG-7",
@@ -495,6 +500,7 @@ RULES: tuple[Rule, ...] = (
             "A Release in another namespace (another Cluster) is not reconciled.",
         ),
         ("not-lower-wave", "A higher wave's change does not reconcile a lower wave."),
+        ("not-same-wave", "A change does not reconcile the other Releases of its own wave."),
         (
             "to-True",
             "A status turning True reconciles the higher wave too, before the lower wave is "
@@ -581,6 +587,7 @@ RULES: tuple[Rule, ...] = (
         "The observer checks for drift on the same interval.",
         ("period", "Drift checks come one interval apart."),
         ("automatic", "An automatic Release's drift is checked on its interval too."),
+        ("changed", "A changed interval is the drift checks' period from then on."),
         ("no-interval", "Without an interval there are no drift checks."),
     ),
     rule(
@@ -610,7 +617,7 @@ RULES: tuple[Rule, ...] = (
         "BACK-2",
         BACKOFF,
         "A factor below 1, or none, is taken as 2.",
-        ("below-1", "A factor below 1 (0.5, 0) is taken as 2."),
+        ("below-1", "A factor below 1 (0.5, 0, -1) is taken as 2."),
         ("unset", "No factor is taken as 2."),
         ("exactly-1", "A factor of exactly 1 is kept: every delay is initial."),
     ),
@@ -638,7 +645,7 @@ RULES: tuple[Rule, ...] = (
         (
             "nothing-else",
             "Nothing else resets it: a failure after a spec change, a /sync or a failure "
-            "that is not transient counts on.",
+            "that is not transient (Unappliable, HookFailed) counts on.",
         ),
     ),
     rule(
@@ -653,6 +660,10 @@ RULES: tuple[Rule, ...] = (
         "Without retryBackoff.initial the default rate limiter applies: 5 milliseconds, "
         "doubling at each failure, up to 1000 seconds.",
         ("ladder", "The delays start at 5 ms and double."),
+        (
+            "without-initial",
+            "A retryBackoff without initial (an empty one) is the default rate limiter too.",
+        ),
         ("cap", "The doubling stops at 1000 seconds.", LONG_PHASE),
     ),
 )

@@ -108,6 +108,15 @@ def factor_below_one_kept() -> None:
     _with_factor(lambda self: 2.0 if self.factor is None else self.factor)
 
 
+@mutant("negative-factor-taken-as-1", "BACK-2.below-1")
+def negative_factor_taken_as_1() -> None:
+    """Only a factor from 0 up to 1 is taken as 2; a negative one, an invalid value to the
+    author, means no growth (1)."""
+    _with_factor(
+        lambda self: 2.0 if self.factor is None or 0 <= self.factor < 1 else max(self.factor, 1.0)
+    )
+
+
 @mutant("unset-factor-is-1", "BACK-2.unset")
 def unset_factor_is_1() -> None:
     """An unset factor defaults to 1 (no growth); only a given factor below 1 means 2."""
@@ -196,6 +205,13 @@ def waiting_for_sync_keeps_count() -> None:
 def waiting_for_hooks_keeps_count() -> None:
     """WaitingForHooks is left out of the holds: it does not reset the failure count."""
     _not_a_hold(Reason.WAITING_FOR_HOOKS)
+
+
+@mutant("HookFailed-resets-count", "BACK-4.nothing-else")
+def hook_failed_resets_count() -> None:
+    """HookFailed counts among the holds (it is listed beside Pinned as not transient): a
+    failed hook batch resets the failure count."""
+    controller.HOLDS = controller.HOLDS | {Reason.HOOK_FAILED}
 
 
 @mutant("WaitingForHealth-keeps-count", "BACK-4.hold-WaitingForHealth")
@@ -315,6 +331,18 @@ def _default_limiter(limiter: Any) -> None:
 def default_limiter_starts_at_50ms() -> None:
     """The default rate limiter starts at 50 milliseconds instead of 5."""
     _default_limiter(lambda retry: min(10 * backoff.default_delay(retry - 1), 1000.0))
+
+
+@mutant("empty-retry-backoff-starts-at-1s", "BACK-6.without-initial")
+def empty_retry_backoff_starts_at_1s() -> None:
+    """A retryBackoff without initial counts as set, with a default initial of 1 s: only a
+    Release without any retryBackoff gets the default rate limiter."""
+
+    @wrap(backoff.RetryBackoff, "from_spec")
+    def from_spec(original, spec):
+        if spec is not None and "initial" not in spec:
+            return backoff.RetryBackoff(initial=1.0)
+        return original(spec)
 
 
 @mutant("default-limiter-cap-600", "BACK-6.cap", phase="long")

@@ -222,6 +222,22 @@ def drift_checked_only_in_manual_mode() -> None:
         return original(self, key, release, status, target)
 
 
+@mutant("drift-interval-read-once", "INT-2.changed")
+def drift_interval_read_once() -> None:
+    """The observer reads a Release's interval once, when it starts to observe it: a changed
+    interval changes the reconciles, not the drift checks."""
+    original = observer._interval
+    first: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def interval(release: Obj) -> float:
+        meta = release["metadata"]
+        with lock:
+            return first.setdefault(f"{meta['namespace']}/{meta['name']}", original(release))
+
+    observer._interval = interval
+
+
 @mutant("drift-checked-without-an-interval", "INT-2.no-interval")
 def drift_checked_without_an_interval() -> None:
     """Without an interval the observer checks drift at each of its observations."""

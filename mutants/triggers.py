@@ -187,6 +187,20 @@ def inventory_ignored() -> None:
     controller.inventory_trigger = lambda event: None
 
 
+@mutant("inventory-drift-is-news", "TRIG-6.not-drift-or-times")
+def inventory_drift_is_news() -> None:
+    """Any change of the inventory's status starts a reconcile: a drift check (its time and
+    its drift list) and a new assessedAt count as new health data."""
+
+    def on_inventory(self, event) -> None:
+        if event.type != EventType.MODIFIED or event.old is None:
+            return
+        if (event.old.get("status") or {}) != (event.new.get("status") or {}):
+            self.enqueue(object_key(event.new), "inventory-status")
+
+    controller.Controller._on_inventory = on_inventory
+
+
 @mutant("inventory-entries-ignored", "TRIG-6.new-entries")
 def inventory_entries_ignored() -> None:
     """Only the inventory's renderRef and render health count as new health data, not the
@@ -272,10 +286,26 @@ def only_the_next_wave_reconciled() -> None:
     controller.higher_waves = waves.next_wave
 
 
-@mutant("every-other-wave-reconciled", "TRIG-7.not-lower-wave")
+@mutant("every-other-wave-reconciled", "TRIG-7.not-lower-wave", "TRIG-7.not-same-wave")
 def every_other_wave_reconciled() -> None:
     """A change of any wave reconciles every other wave of the Cluster, lower ones too."""
     controller.higher_waves = waves.same_cluster
+
+
+@mutant("same-wave-reconciled", "TRIG-7.not-same-wave")
+def same_wave_reconciled() -> None:
+    """A change reconciles the Releases of its own wave besides the higher ones: "lower"
+    compared as "not higher" (>= for >)."""
+
+    def same_or_higher(release: Obj, others) -> list[Obj]:
+        wave, key = waves.wave_of(release), object_key(release)
+        return [
+            o
+            for o in waves.same_cluster(release, others)
+            if waves.wave_of(o) >= wave and object_key(o) != key
+        ]
+
+    controller.higher_waves = same_or_higher
 
 
 @mutant("wave-ignores-the-cluster-ref", "TRIG-7.not-other-cluster")

@@ -158,8 +158,9 @@ class Ladder:
 
     def table(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
         latency = self.latency
+        backoff = "unset" if self.retry_backoff is None else self.retry_backoff
         rows = [
-            f"{what}; retryBackoff {self.retry_backoff or 'unset'}; reconcile time {latency:.3f} s",
+            f"{what}; retryBackoff {backoff}; reconcile time {latency:.3f} s",
             f"{'retry':>5} {'expected':>10} {'measured':>10} {'accepted':>20}",
         ]
         for number, (delay, gap) in enumerate(zip_longest(expected, gaps), 1):
@@ -222,15 +223,19 @@ def long_phase(timing: Timing, ladder: float) -> None:
 
 # BACK-6 comes first: its ladder fits a short resync period only well clear of a tick, and the
 # first ladder of a session starts right after the controller's start anyway.
-@pytest.mark.clause("BACK-6.ladder")
+@pytest.mark.parametrize(
+    "retry_backoff",
+    [case(None, "unset", "BACK-6.ladder"), case({}, "without-initial", "BACK-6.without-initial")],
+)
 def test_without_initial_the_default_limiter_starts_at_5_ms_and_doubles(
-    release_with: Callable[..., Ladder],
+    release_with: Callable[..., Ladder], retry_backoff: dict | None
 ) -> None:
     """11 retries, 5 ms doubling to 5.12 s (about 10 s in all, and a reconcile time each). The
     early gaps are hardly more than a reconcile's own time, and `timing.band` allows for that;
-    the later ones tell a start of 10 ms or 2.5 ms apart, and any other factor."""
+    the later ones tell a start of 10 ms or 2.5 ms apart, and any other factor. With
+    retryBackoff unset, and set without initial (the CRD refuses a factor or max without it)."""
     expected = delays(DEFAULT_FIRST, DEFAULT_FACTOR, 11)
-    ladder = release_with(None)
+    ladder = release_with(retry_backoff)
     ladder.reserve(expected)
     ladder.climb(expected, ladder.app.request_sync, what="applies refused")
 
@@ -326,6 +331,7 @@ def test_each_release_counts_its_own_failures(
     [
         case(0.5, "factor-0.5", "BACK-2.below-1"),
         case(0, "factor-0", "BACK-2.below-1"),
+        case(-1, "factor-minus-1", "BACK-2.below-1"),
         case(None, "factor-unset", "BACK-2.unset"),
     ],
 )
@@ -485,15 +491,25 @@ def unappliable_then_sync(app: App) -> None:
     app.request_sync()
 
 
+def hook_failed_then_sync(app: App) -> None:
+    """A reconcile that fails without being transient (HookFailed: its preApply hook is
+    Degraded), then the hook taken away (a /sync too)."""
+    widgets.create(app, "migrate", "Degraded")
+    subresources.put(app, "lifecycle", {"preApply": [[widgets.widget("migrate")]]})
+    app.wait_applied("False", "HookFailed")
+    subresources.delete(app, "lifecycle")
+
+
 #: Events that start a reconcile between two failures, and reset nothing: a spec change
-#: (a max equal to the default changes the generation, not the ladder), a /sync, and a
-#: failure that is not transient (neither a success nor a hold).
+#: (a max equal to the default changes the generation, not the ladder), a /sync, and
+#: failures that are not transient (neither a success nor a hold).
 BETWEEN_FAILURES: dict[str, Callable[[App], object]] = {
     "spec-change": lambda app: app.patch(
         {"spec": {"syncPolicy": {"retryBackoff": {"max": f"{DEFAULT_MAX:g}s"}}}}
     ),
     "sync": lambda app: app.request_sync(),
     "Unappliable": unappliable_then_sync,
+    "HookFailed": hook_failed_then_sync,
 }
 
 
@@ -501,10 +517,10 @@ BETWEEN_FAILURES: dict[str, Callable[[App], object]] = {
 def test_an_event_between_failures_does_not_reset_the_failure_count(
     release_with: Callable[..., Ladder], timing: Timing, event: str
 ) -> None:
-    """Four failures, then an event whose reconcile fails too: failure 5 (an Unappliable
-    reconcile between them counts no failure, and resets nothing). The count goes on, so
-    the next retry waits 16 s, or comes when the one due 8 s after the fourth failure does;
-    a reset count would retry 1 s after the event's failure. The 8 s leave the event's
+    """Four failures, then an event whose reconcile fails too: failure 5 (an Unappliable or
+    HookFailed reconcile between them counts no failure, and resets nothing). The count goes
+    on, so the next retry waits 16 s, or comes when the one due 8 s after the fourth failure
+    does; a reset count would retry 1 s after the event's failure. The 8 s leave the event's
     steps room even on a loaded machine."""
     ladder = release_with({"initial": "1s", "factor": 2})
     app = ladder.app

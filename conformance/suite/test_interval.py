@@ -55,12 +55,19 @@ def periods_of(interval: float) -> int:
     return max(3, math.ceil(MEASURE / interval))
 
 
-@pytest.mark.clause("INT-1.period", "INT-1.per-release", "TRIG-5.interval", "AUTO-1.unchanged")
+@pytest.mark.clause(
+    "INT-1.period",
+    "INT-1.per-release",
+    "TRIG-5.interval",
+    "AUTO-1.unchanged",
+    "TRIG-6.not-drift-or-times",
+)
 def test_each_automatic_release_is_applied_every_interval_of_its_own(
     releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> None:
     """Releases side by side, one per interval: each one's apply attempts (its
-    reconciles) come its own interval apart."""
+    reconciles) come its own interval apart. The observer checks each one's drift on the same
+    interval and writes it to the inventory: no new health data, so no reconcile between."""
     longest = max(periods_of(i) * i for i in RECONCILE_INTERVALS.values())
     resync_clock.quiet_slot(timing.slack(0) + longest + timing.slack(longest))
     start = releases.recorder.mark()
@@ -365,13 +372,35 @@ def test_the_observer_checks_drift_on_the_release_interval(
     periodic reconcile runs on the same interval), so the band allows the controller's own
     reconcile time, as measured at creation, as the other interval tests do."""
     written, manual = target
-    interval = INTERVALS[written]
     made = drifted_manual_app if manual else applied_automatic_app
     created = releases.recorder.mark()
     app = made(releases, {"interval": written})
+    assert_drift_checked_every(app, written, app.reconcile_time(created), timing, drifted=manual)
+
+
+@pytest.mark.clause("INT-2.changed")
+def test_the_observer_checks_drift_on_a_changed_interval(
+    releases: Releases, timing: Timing
+) -> None:
+    """A manual Release that drifted, its interval changed from 1s to 2300ms: after the
+    change, drift checks come the new interval apart (the first one may still be due by
+    the old)."""
+    created = releases.recorder.mark()
+    app = drifted_manual_app(releases, {"interval": "1s"})
     latency = app.reconcile_time(created)
+    drift_checks(app, 2, 2 * (1.0 + timing.slack(1.0, latency)) + timing.reconcile)
+    app.patch({"spec": {"syncPolicy": {"interval": "2300ms"}}})
+    assert_drift_checked_every(app, "2300ms", latency, timing)
+
+
+def assert_drift_checked_every(
+    app: App, written: str, latency: float, timing: Timing, *, drifted: bool = True
+) -> None:
+    """driftCheckedAt advances every interval `written`: four checks from now, the gaps after
+    the first judged (a check under way, or due before, may come sooner)."""
+    interval = INTERVALS[written]
     budget = 4 * (interval + timing.slack(interval, latency)) + timing.reconcile
-    checks = drift_checks(app, 4, budget, drifted=manual)
+    checks = drift_checks(app, 4, budget, drifted=drifted)
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(checks)][1:]
     print(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "

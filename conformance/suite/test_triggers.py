@@ -439,21 +439,29 @@ def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wav
     )
 
 
-@pytest.mark.clause("TRIG-7.not-lower-wave")
-def test_a_higher_wave_change_does_not_reconcile_a_lower_wave(
-    releases: Releases, resync_clock: ResyncClock, timing: Timing
+@pytest.mark.parametrize(
+    "wave",
+    [case(0, "lower", "TRIG-7.not-lower-wave"), case(1, "same", "TRIG-7.not-same-wave")],
+)
+def test_a_wave_change_does_not_reconcile_a_lower_wave_or_its_own(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, wave: int
 ) -> None:
-    low = applied_automatic_app(releases, "low", wave=0)
-    high = wave_app(releases, "high", 1, extra=[widgets.widget("worker")])
-    widgets.set_health(high, "worker", "Healthy")
-    high.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy")
-    high.settle()
+    """A Release of wave 1 changes its Healthy status; a Release of wave `wave`, below it or
+    beside it in wave 1, is not reconciled: only a higher wave is."""
+    other = applied_automatic_app(releases, "other", wave=wave)
+    changed = wave_app(releases, "changed", 1, extra=[widgets.widget("worker")])
+    widgets.set_health(changed, "worker", "Healthy")
+    changed.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy")
+    changed.settle()
     resync_clock.quiet_slot(timing.quiet + timing.reconcile)
-    since = low.releases.recorder.mark()
-    widgets.set_health(high, "worker", "Degraded")
-    high.wait_for(lambda r: condition_status(r, "Healthy") == "False", "high Healthy=False")
-    seen = low.quiet(timing.quiet, since=since)
-    assert seen == [], "a higher wave's change reconciled the lower wave"
+    since = other.releases.recorder.mark()
+    widgets.set_health(changed, "worker", "Degraded")
+    changed.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")
+    seen = other.quiet(timing.quiet, since=since)
+    assert seen == [], (
+        f"a change of wave 1 reconciled a Release of wave {wave}: "
+        f"{[attempt.describe() for attempt in seen]}"
+    )
 
 
 # -- TRIG-9, TRIG-10: mutations and lifecycle -------------------------------------------------
