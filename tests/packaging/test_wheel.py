@@ -8,6 +8,7 @@ its own. What the suite reads at run time must come from the wheel (conformance.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -42,10 +43,20 @@ def checked(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
+#: What a build of the checkout leaves or reads that the wheel does not come from.
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "reports", "*.egg-info", ".hypothesis", "__pycache__"
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from a copy of the checkout: setuptools writes build/ and the egg-info into the
+    tree it builds, and two xdist workers building the checkout at once collide there."""
+    source = tmp_path_factory.mktemp("source") / "checkout"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
     dist = tmp_path_factory.mktemp("dist")
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", dist, ROOT]
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", dist, source]
     checked(run(pip_wheel, dist))
     (built,) = dist.glob("*.whl")
     return built
