@@ -481,8 +481,8 @@ RULES: tuple[Rule, ...] = (
         ),
         (
             "not-drift-or-times",
-            "An inventory write without new health data (a drift check: its time and drift "
-            "list, a new assessedAt) starts none.",
+            "An inventory write without new health data (a drift check: its time, its drift "
+            "list and a renewed assessedAt) starts none.",
         ),
     ),
     rule(

@@ -189,16 +189,17 @@ def inventory_ignored() -> None:
 
 @mutant("inventory-drift-is-news", "TRIG-6.not-drift-or-times")
 def inventory_drift_is_news() -> None:
-    """Any change of the inventory's status starts a reconcile: a drift check (its time and
-    its drift list) and a new assessedAt count as new health data."""
+    """A drift check written to the inventory (its time and drift list, its health data
+    unchanged) also starts a reconcile, as if it were new health data."""
 
-    def on_inventory(self, event) -> None:
+    @wrap(controller.Controller, "_on_inventory")
+    def on_inventory(original, self, event) -> None:
+        original(self, event)
         if event.type != EventType.MODIFIED or event.old is None:
             return
-        if (event.old.get("status") or {}) != (event.new.get("status") or {}):
-            self.enqueue(object_key(event.new), "inventory-status")
-
-    controller.Controller._on_inventory = on_inventory
+        old, new = event.old.get("status") or {}, event.new.get("status") or {}
+        if old.get("driftCheckedAt") != new.get("driftCheckedAt"):
+            self.enqueue(object_key(event.new), "inventory-drift")
 
 
 @mutant("inventory-entries-ignored", "TRIG-6.new-entries")
@@ -298,12 +299,8 @@ def same_wave_reconciled() -> None:
     compared as "not higher" (>= for >)."""
 
     def same_or_higher(release: Obj, others) -> list[Obj]:
-        wave, key = waves.wave_of(release), object_key(release)
-        return [
-            o
-            for o in waves.same_cluster(release, others)
-            if waves.wave_of(o) >= wave and object_key(o) != key
-        ]
+        wave = waves.wave_of(release)
+        return [o for o in waves.same_cluster(release, others) if waves.wave_of(o) >= wave]
 
     controller.higher_waves = same_or_higher
 

@@ -72,12 +72,9 @@ class ResyncClock:
         return [a.at for a in self._sentinel.attempts(since=self._created_at, dry_run=False)]
 
     def ticks_from(self, at: float) -> list[float]:
-        """The ticks from the last one before `at` on: the schedule a test that began at `at`
-        ran on. Earlier ticks came in other tests' bursts, where the sentinel's reconcile may
-        wait behind theirs."""
-        ticks = self.ticks()
-        earlier = sum(tick < at for tick in ticks)
-        return ticks[max(earlier - 1, 0) :]
+        """The ticks since `at` (a test's start): those of the test's own bursts. Earlier ones
+        came in other tests' bursts, where the sentinel's reconcile may wait behind theirs."""
+        return [tick for tick in self.ticks() if tick >= at]
 
     def _follow_restart(self, *, wait: bool) -> None:
         """After a restart the ticks count from the restarted controller's initial list."""

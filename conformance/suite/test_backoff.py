@@ -129,21 +129,24 @@ class Ladder:
         that it cannot fall into the next ladder: a hold applies nothing meanwhile (a wait for
         hooks comes after the dry run, so a dry run may come)."""
         recorder = self.app.releases.recorder
-        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
-        quiet = max(end - recorder.mark(), 0.0)
-        seen = self.app.quiet(quiet, since=recorder.mark(), dry_run=False)
+        seen = self.app.quiet(self._until_due(delay), since=recorder.mark(), dry_run=False)
         assert seen == [], f"applied during a hold: {[a.describe() for a in seen]}"
 
     def outlast_applying(self, delay: float, reason: str) -> None:
         """`outlast` for a hold whose reconciles apply the render (WaitingForHealth: automatic
         mode applies at each reconcile, then waits): the Release holds with `reason` through
         the retry that was due `delay` after the last attempt."""
-        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
         self.app.holds_for(
             lambda release: applied_is(release, "False", reason),
             f"the {reason} hold",
-            max(end - self.app.releases.recorder.mark(), 0.0),
+            self._until_due(delay),
         )
+
+    def _until_due(self, delay: float) -> float:
+        """Seconds from now until the retry due `delay` after the last attempt has had its
+        slack."""
+        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
+        return max(end - self.app.releases.recorder.mark(), 0.0)
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
         latency = self.latency
@@ -221,14 +224,14 @@ def long_phase(timing: Timing, ladder: float) -> None:
         )
 
 
-# BACK-6 comes first: its ladder fits a short resync period only well clear of a tick, and the
-# first ladder of a session starts right after the controller's start anyway.
+# The default ladder is about 10 s of retries: it fits a short resync period only well clear of
+# a tick, which `reserve` waits for.
 @pytest.mark.parametrize(
     "retry_backoff",
     [case(None, "unset", "BACK-6.ladder"), case({}, "without-initial", "BACK-6.without-initial")],
 )
 def test_without_initial_the_default_limiter_starts_at_5_ms_and_doubles(
-    release_with: Callable[..., Ladder], retry_backoff: dict | None
+    release_with: Callable[..., Ladder], retry_backoff: dict[str, Any] | None
 ) -> None:
     """11 retries, 5 ms doubling to 5.12 s (about 10 s in all, and a reconcile time each). The
     early gaps are hardly more than a reconcile's own time, and `timing.band` allows for that;

@@ -117,10 +117,9 @@ def test_a_manual_release_is_reconciled_every_interval_too(
     latency = app.reconcile_time(created)  # the controller's own time, in every gap
     # The first report comes at any point of the period; a resync tick would report early.
     resync_clock.quiet_slot((periods + 1) * (interval + timing.slack(interval, latency)))
-    reports = [
-        render_reported(app, f"v{n}", timeout=interval + timing.reconcile)
-        for n in range(2, periods + 3)
-    ]
+    reports = []
+    for n in range(2, periods + 3):
+        reports.append(render_reported(app, f"v{n}", timeout=interval + timing.reconcile))
     gaps = [b - a for a, b in itertools.pairwise(reports)]
     accepted = timing.band_text(interval, latency)
     print(
@@ -135,14 +134,14 @@ def test_a_manual_release_is_reconciled_every_interval_too(
 
 def render_reported(app: App, content: str, timeout: float) -> float:
     """Give the source new content (no event); return when the controller's status write that
-    reported its render came: the last one the witness saw before a read shows the new
-    renderRef."""
+    reported its render came: the last one the witness had seen by the time a read showed the
+    new renderRef."""
     recorder, before = app.releases.recorder, app.status()["renderRef"]
     since = recorder.mark()
     app.set_content(content)
     app.wait_for(
         lambda r: r["status"]["renderRef"] != before,
-        f"a report of the render of {content}",
+        f"report of the render of {content}",
         timeout,
     )
     writes = recorder.attempts(
@@ -239,7 +238,7 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
     The sentinel is an automatic Release without interval too: its attempts while the test
     runs must come one resync period apart, else they are no resync ticks to compare with.
     """
-    begun = time.monotonic()
+    begun = releases.recorder.mark()
     quiet = timing.quiet
     resync_clock.quiet_slot(timing.slack(0) + quiet)
     apps = {
@@ -388,6 +387,7 @@ def test_the_observer_checks_drift_on_a_changed_interval(
     created = releases.recorder.mark()
     app = drifted_manual_app(releases, {"interval": "1s"})
     latency = app.reconcile_time(created)
+    # the observer checks drift every second before the change
     drift_checks(app, 2, 2 * (1.0 + timing.slack(1.0, latency)) + timing.reconcile)
     app.patch({"spec": {"syncPolicy": {"interval": "2300ms"}}})
     assert_drift_checked_every(app, "2300ms", latency, timing)

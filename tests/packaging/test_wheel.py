@@ -43,18 +43,21 @@ def checked(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
-#: What a build of the checkout leaves or reads that the wheel does not come from.
-NOT_SOURCES = shutil.ignore_patterns(
-    ".git", ".venv", "build", "dist", "reports", "*.egg-info", ".hypothesis", "__pycache__"
-)
+#: What a build of the checkout reads besides the packages: the project file and its readme.
+BUILD_FILES = ("pyproject.toml", "README.md")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built from a copy of the checkout: setuptools writes build/ and the egg-info into the
-    tree it builds, and two xdist workers building the checkout at once collide there."""
-    source = tmp_path_factory.mktemp("source") / "checkout"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
+    """Built from a copy of what the build reads: setuptools writes build/ and the egg-info
+    into the tree it builds, and two xdist workers building the checkout at once collide."""
+    source = tmp_path_factory.mktemp("source")
+    for name in BUILD_FILES:
+        shutil.copy2(ROOT / name, source / name)
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     dist = tmp_path_factory.mktemp("dist")
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", dist, source]
     checked(run(pip_wheel, dist))
