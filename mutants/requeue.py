@@ -11,7 +11,7 @@ from convoy import api, controller, observer, policy, reconciler
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
-from mutants.patching import sync_policy_read_once, wrap
+from mutants.patching import key_of, sync_policy_read_once, wrap
 
 Obj = dict[str, Any]
 
@@ -231,9 +231,8 @@ def drift_interval_read_once() -> None:
     lock = threading.Lock()
 
     def interval(release: Obj) -> float:
-        meta = release["metadata"]
         with lock:
-            return first.setdefault(f"{meta['namespace']}/{meta['name']}", original(release))
+            return first.setdefault(key_of(release), original(release))
 
     observer._interval = interval
 

@@ -493,6 +493,15 @@ def not_by_suite(attempt: Attempt) -> bool:
     return attempt.field_manager != SUITE_MANAGER
 
 
+def applied_automatic_app(
+    releases: Releases, name: str = "web", *, sync_policy: Obj | None = None, **spec: Any
+) -> App:
+    """An automatic Release (with `sync_policy`'s other fields) that applied at its creation."""
+    app = releases.app(name, sync_policy={"automatic": True, **(sync_policy or {})}, **spec)
+    app.wait_applied("True", "Applied")
+    return app
+
+
 def applied_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:
     """A manual Release applied once (at a request in the past), with a new render waiting for
     the next request."""

@@ -13,6 +13,7 @@ from conformance.observe.releases import (
     NO_RENDER,
     App,
     Releases,
+    applied_automatic_app,
     applied_manual_app,
     condition_status,
     kinds,
@@ -76,8 +77,7 @@ def test_each_forced_request_has_effect_not_only_the_first(releases: Releases) -
 def test_in_automatic_mode_a_forced_request_skips_the_dry_run_of_one_reconcile(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
 ) -> None:
-    app = releases.app("web", sync_policy=AUTOMATIC)
-    app.wait_applied("True", "Applied")
+    app = applied_automatic_app(releases)
     resync_clock.quiet_slot(timing.reconcile)  # a resync would add a reconcile of its own
     since = app.releases.recorder.mark()
     written = parse_time(app.request_sync(force=True))
@@ -99,8 +99,7 @@ def test_the_force_is_handled_with_its_own_time_not_the_sync_requests(
 ) -> None:
     """Both annotations in one write, the force three seconds before the /sync (as any client
     may write them): lastHandledForceSyncAt takes the force annotation's second."""
-    app = releases.app("web", sync_policy=AUTOMATIC)
-    app.wait_applied("True", "Applied")
+    app = applied_automatic_app(releases)
     now = datetime.now(UTC)
     forced = now - timedelta(seconds=3)
     since = app.releases.recorder.mark()

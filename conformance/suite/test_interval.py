@@ -18,7 +18,14 @@ import pytest
 from conformance import measurements
 from conformance.marks import case
 from conformance.observe import widgets
-from conformance.observe.releases import POLL, App, Releases, not_by_suite, parse_time
+from conformance.observe.releases import (
+    POLL,
+    App,
+    Releases,
+    applied_automatic_app,
+    not_by_suite,
+    parse_time,
+)
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt
 from conformance.polling import poll_until
@@ -136,14 +143,9 @@ def render_reported(app: App, content: str, timeout: float) -> float:
     """Give the source new content (no event); return when the controller's status write that
     reported its render came: the last one the witness had seen by the time a read showed the
     new renderRef."""
-    recorder, before = app.releases.recorder, app.status()["renderRef"]
+    recorder = app.releases.recorder
     since = recorder.mark()
-    app.set_content(content)
-    app.wait_for(
-        lambda r: r["status"]["renderRef"] != before,
-        f"report of the render of {content}",
-        timeout,
-    )
+    app.wait_for(app.new_render(content), f"report of the render of {content}", timeout)
     writes = recorder.attempts(
         since=since, kind="Release", name=app.name, subresource="status", where=not_by_suite
     )
@@ -347,13 +349,6 @@ def drifted_manual_app(releases: Releases, sync_policy: dict) -> App:
     return app
 
 
-def applied_automatic_app(releases: Releases, sync_policy: dict) -> App:
-    """An automatic Release: each reconcile mends drift, and the observer still checks it."""
-    app = releases.app("web", sync_policy={**AUTOMATIC, **sync_policy})
-    app.wait_applied("True", "Applied")
-    return app
-
-
 @pytest.mark.parametrize(
     "target",
     [
@@ -373,7 +368,7 @@ def test_the_observer_checks_drift_on_the_release_interval(
     written, manual = target
     made = drifted_manual_app if manual else applied_automatic_app
     created = releases.recorder.mark()
-    app = made(releases, {"interval": written})
+    app = made(releases, sync_policy={"interval": written})
     assert_drift_checked_every(app, written, app.reconcile_time(created), timing, drifted=manual)
 
 

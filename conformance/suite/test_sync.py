@@ -19,6 +19,7 @@ from conformance.observe.releases import (
     Obj,
     Releases,
     ago,
+    applied_automatic_app,
     applied_is,
     condition_status,
     content_object,
@@ -466,8 +467,7 @@ def test_a_request_that_fails_or_waits_is_applied_when_a_periodic_reconcile_can(
 
 @pytest.mark.clause("SYNC-7.not-read")
 def test_automatic_mode_does_not_read_last_handled_sync_at(releases: Releases) -> None:
-    app = releases.app("web", sync_policy=AUTOMATIC)
-    app.wait_applied("True", "Applied")
+    app = applied_automatic_app(releases)
     future = "2099-01-01T00:00:00Z"
     app.patch({"status": {"lastHandledSyncAt": future}}, subresource="status")
     since = app.releases.recorder.mark()

@@ -20,6 +20,7 @@ from conformance.observe.releases import (
     App,
     Obj,
     Releases,
+    applied_automatic_app,
     applied_manual_app,
     condition,
     condition_status,
@@ -30,14 +31,6 @@ from conformance.timing import DOCUMENT_RESYNC, Timing
 from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
-
-
-def applied_automatic_app(
-    releases: Releases, name: str = "web", *, sync_policy: Obj = AUTOMATIC, **spec
-) -> App:
-    app = releases.app(name, sync_policy=sync_policy, **spec)
-    app.wait_applied("True", "Applied")
-    return app
 
 
 def assert_no_reconcile(
@@ -195,7 +188,7 @@ def test_the_resync_flag_sets_the_resync_period(releases: Releases, timing: Timi
 
 def automatic_app_an_hour_apart(releases: Releases) -> App:
     """An automatic Release with interval 1h, applied, whose source then changed."""
-    app = applied_automatic_app(releases, sync_policy={**AUTOMATIC, "interval": "1h"})
+    app = applied_automatic_app(releases, sync_policy={"interval": "1h"})
     app.set_content("v2")
     return app
 
