@@ -379,7 +379,10 @@ def test_a_refusal_to_the_controllers_service_account_fails_the_controllers_chec
             return bool(found and found["reason"] == "Unappliable")  # its dry run refused
 
         wait_until(refused, 30, "the apply of a Secret to be refused")
-        with pytest.raises(PermissionError, match='cannot patch resource "secrets"'):
+        # The controller logs a reconcile's outcome after it writes the status.
+        refusal = 'cannot patch resource "secrets"'
+        wait_until(lambda: refusal in controller.logs(), 10, "the controller to log the refusal")
+        with pytest.raises(PermissionError, match=refusal):
             controller.check()
     finally:
         controller.stop()
