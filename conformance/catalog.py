@@ -507,6 +507,16 @@ RULES: tuple[Rule, ...] = (
             "complete.",
         ),
         (
+            "unsettled",
+            "A status change reconciles the higher wave too when the lower Release neither "
+            "settles nor unsettles (Applied turning False while Healthy is False).",
+        ),
+        (
+            "first-status",
+            "A new lower-wave Release's first status is a change too: the higher wave is "
+            "reconciled and waits for it.",
+        ),
+        (
             "not-reason-or-message",
             "A change of a lower wave's reason or message, its status kept, reconciles nothing.",
         ),

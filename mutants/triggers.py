@@ -269,6 +269,25 @@ def wave_trigger_only_when_a_lower_wave_unsettles() -> None:
     _wave_trigger_when(lambda old, new: waves.settled(old) and not waves.settled(new))
 
 
+@mutant("wave-trigger-only-when-a-lower-wave-settles-or-unsettles", "TRIG-7.unsettled")
+def wave_trigger_only_when_a_lower_wave_settles_or_unsettles() -> None:
+    """Only a lower wave that becomes, or stops being, Applied and Healthy reconciles the
+    higher waves: what they wait for, compared where the statuses should be."""
+    _wave_trigger_when(lambda old, new: waves.settled(old) != waves.settled(new))
+
+
+@mutant("wave-trigger-skips-a-first-status", "TRIG-7.first-status")
+def wave_trigger_skips_a_first_status() -> None:
+    """A status that appears where there was none is no change: a new lower-wave Release
+    reconciles no higher wave."""
+
+    def changed(old: Obj, new: Obj) -> bool:
+        pairs = zip(waves.statuses(old), waves.statuses(new), strict=True)
+        return any(before is not None and before != after for before, after in pairs)
+
+    _wave_trigger_when(changed)
+
+
 def _conditions(release: Obj) -> list[tuple[Any, ...]]:
     conditions = (release.get("status") or {}).get("conditions") or []
     return [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conditions]

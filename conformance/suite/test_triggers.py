@@ -403,6 +403,38 @@ def test_a_lower_wave_turning_healthy_reconciles_the_higher_wave_before_its_wave
     assert condition(high.get())["reason"] == "WaitingForWave", f"{second.name} is not Healthy"
 
 
+@pytest.mark.clause("TRIG-7.unsettled")
+def test_a_lower_wave_applied_change_reconciles_the_higher_wave_while_it_stays_unsettled(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The lower wave is Applied and not Healthy; the pin turns its Applied False. A status
+    change, though the lower wave was not Applied and Healthy before and is not after: the
+    higher wave must be reconciled all the same. Its new render reveals that reconcile."""
+    low = unhealthy_low_wave(releases, "low")
+    high = waiting_high_wave(releases)
+    resync_clock.quiet_slot(timing.quiet + timing.reconcile)
+    revealed = high.new_render()
+    subresources.put(low, "pin", {"renderRef": NO_RENDER})
+    low.wait_applied("False", "Pinned")
+    assert condition_status(low.get(), "Healthy") == "False", "Healthy changed: the test is void"
+    high.wait_for(revealed, "a reconcile after a lower wave's Applied turned False")
+
+
+@pytest.mark.clause("TRIG-7.first-status")
+def test_a_new_lower_wave_release_makes_the_applied_higher_wave_wait(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The higher wave applied with no lower wave; then a manual Release of a lower wave is
+    created. Its creation is no status change, its first status (WaitingForSync) is: the
+    higher wave's reconcile must find it and wait."""
+    high = wave_app(releases, "high", 1)
+    high.wait_applied("True", "Applied")
+    resync_clock.quiet_slot(timing.quiet + timing.reconcile)
+    low = releases.app("low", wave=0)
+    low.wait_applied("False", "WaitingForSync")
+    high.wait_applied("False", "WaitingForWave")
+
+
 @pytest.mark.clause("TRIG-7.not-reason-or-message")
 def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wave(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
