@@ -618,6 +618,11 @@ RULES: tuple[Rule, ...] = (
             "Retry n waits initial x factor^(n-1), for whole and fractional initials and factors.",
         ),
         (
+            "with-interval",
+            "A Release with an interval retries on the ladder too: the periodic reconcile "
+            "does not take the retries' place.",
+        ),
+        (
             "per-release",
             "Each Release counts its own failures beside another failing Release "
             "in the same namespace, or of the same name in another namespace.",

@@ -78,6 +78,20 @@ def retry_backoff_kept_for_the_ladder() -> None:
         return original(self, key, result)
 
 
+@mutant("interval-takes-the-retries-place", "BACK-1.with-interval")
+def interval_takes_the_retries_place() -> None:
+    """A Release with an interval is not retried with backoff: its periodic reconcile will
+    retry it anyway, thought the author."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        interval = result.policy.interval if result.policy else 0
+        if result.outcome.reason.transient and interval > 0:
+            self.queue.add_after(key, interval)
+            return f"next in {interval:g}s"
+        return original(self, key, result)
+
+
 @mutant("failures-counted-per-name", "BACK-1.per-release")
 def failures_counted_per_name() -> None:
     """The failure count is kept by the Release's name alone: a Release of the same name in

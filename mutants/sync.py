@@ -399,6 +399,13 @@ def unappliable_request_dropped() -> None:
     _mark_handled_when(frozenset({Reason.UNAPPLIABLE}))
 
 
+@mutant("failed-hook-request-dropped", "SYNC-6.failure")
+def failed_hook_request_dropped() -> None:
+    """A request whose preApply hook failed (HookFailed) is recorded as handled, so that a
+    failed migration is not run again at each periodic reconcile."""
+    _mark_handled_when(frozenset({Reason.HOOK_FAILED}))
+
+
 @mutant("failed-request-forgotten", "SYNC-6.transient-failure")
 def failed_request_forgotten() -> None:
     """A request whose apply failed is remembered (in memory) as done and not tried again."""

@@ -196,11 +196,14 @@ def release_with(
         retry_backoff: dict[str, Any] | None,
         *,
         automatic: bool = True,
+        interval: str | None = None,
         name: str = "web",
         within: Releases = releases,
         **spec: Any,
     ) -> Ladder:
         policy: dict[str, Any] = {"automatic": True} if automatic else {}
+        if interval is not None:
+            policy["interval"] = interval
         if retry_backoff is not None:
             policy["retryBackoff"] = retry_backoff
         since = within.recorder.mark()
@@ -291,6 +294,18 @@ def test_the_retry_backoff_the_release_has_at_a_failure_sets_its_next_delay(
     ladder.retry_backoff = changed
     edit = {"spec": {"syncPolicy": {"retryBackoff": changed}}}
     ladder.climb(expected, lambda: ladder.app.patch(edit), what="retryBackoff changed")
+
+
+@pytest.mark.clause("BACK-1.with-interval")
+def test_a_release_with_an_interval_retries_its_failures_on_the_ladder_too(
+    release_with: Callable[..., Ladder],
+) -> None:
+    """interval 1h: the periodic reconcile is an hour away; the retries keep to the ladder,
+    neither left to it nor put off."""
+    expected = [1, 2, 4]
+    ladder = release_with({"initial": "1s", "factor": 2}, interval="1h")
+    ladder.reserve(expected)
+    ladder.climb(expected, ladder.app.request_sync, what="applies refused, interval 1h")
 
 
 @pytest.mark.clause("BACK-1.per-release")

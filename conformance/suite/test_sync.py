@@ -407,6 +407,14 @@ def unhealthy_lower_wave(releases: Releases) -> None:
     releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("low-worker")])
 
 
+#: A preApply hook whose Widget is Degraded before the Release's reconcile applies it.
+FAILING_HOOK = "migrate"
+
+
+def degraded_hook(releases: Releases) -> None:
+    widgets.create(App(releases, "web"), FAILING_HOOK, "Degraded")
+
+
 @dataclass(frozen=True)
 class NotYet:
     """A request that cannot be applied yet: the Release's spec and extra objects, and how
@@ -426,6 +434,11 @@ NOT_YET = {
         {"annotations": {PIN: NO_RENDER}},
         lambda app: app.annotate({PIN: None}),  # through the main resource: no event
     ),
+    "HookFailed": NotYet(
+        {"annotations": {LIFECYCLE: json.dumps({"preApply": [[widgets.widget(FAILING_HOOK)]]})}},
+        lambda app: widgets.set_health(app, FAILING_HOOK, "Healthy"),  # no event either
+        degraded_hook,
+    ),
     "WaitingForWave": NotYet(
         {"wave": 1},
         lambda app: App(app.releases, "low").delete(),  # a deletion starts no reconcile
@@ -438,6 +451,7 @@ NOT_YET = {
     "reason",
     [
         case("Unappliable", "Unappliable", "SYNC-5.not-on-failure", "SYNC-6.failure"),
+        case("HookFailed", "HookFailed", "SYNC-5.not-on-failure", "SYNC-6.failure"),
         case("Pinned", "Pinned", "SYNC-5.not-while-waiting", "SYNC-6.wait"),
         case("WaitingForWave", "WaitingForWave", "SYNC-5.not-while-waiting", "SYNC-6.wait"),
     ],
