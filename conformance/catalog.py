@@ -364,6 +364,11 @@ RULES: tuple[Rule, ...] = (
         SYNC,
         "`kubectl convoy release sync NAME` sends the /sync POST.",
         ("post", "The command writes sync-requested-at, without sync-force-requested-at."),
+        (
+            "context-namespace",
+            "Without -n, the command acts in the namespace of the kubeconfig's current "
+            "context, as kubectl does.",
+        ),
     ),
     rule(
         "FORCE-1",

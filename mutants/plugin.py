@@ -21,6 +21,17 @@ def plugin_sync_does_nothing() -> None:
         return original(api_client, namespace, name, action)
 
 
+@mutant("plugin-ignores-the-context-namespace", "SYNC-10.context-namespace", kind="plugin")
+def plugin_ignores_the_context_namespace() -> None:
+    """Without -n, `kubectl convoy` acts in the namespace default, whatever the kubeconfig's
+    current context names."""
+
+    @wrap(kubectl_plugin, "connect")
+    def connect(original, args):
+        api_client, _ = original(args)
+        return api_client, args.namespace or "default"
+
+
 @mutant("plugin-ignores-force", "FORCE-6.post", kind="plugin")
 def plugin_ignores_force() -> None:
     """`kubectl convoy release sync NAME --force` sends the POST without force."""

@@ -7,9 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, watch
 
 from conformance.kube import RawResponse, raw_request
@@ -76,21 +78,58 @@ def update_changing(app: App, since: Obj, until: str, annotation: str) -> tuple[
     raise AssertionError(f"no update up to resourceVersion {until} changed {annotation}")
 
 
-def kubectl_convoy(kubeconfig: Path, namespace: str, *args: str) -> subprocess.CompletedProcess:
+def kubectl_convoy(
+    kubeconfig: Path, namespace: str, *args: str, namespace_from: str = "flag"
+) -> subprocess.CompletedProcess:
     """`kubectl convoy ...` as a user runs it: kubectl finds the plugin on PATH.
 
-    The suite's own environment comes last, so a plugin the user put on PATH is the one tested.
+    The namespace goes on the command line (`-n`), or with namespace_from="context" into the
+    kubeconfig's current context, as `kubectl config set-context --current --namespace` puts
+    it, and the command names none. The suite's own environment comes last on PATH, so a
+    plugin the user put on PATH is the one tested.
     """
+    if namespace_from == "flag":
+        return _run_kubectl_convoy(kubeconfig, [*args, "-n", namespace])
+    with tempfile.TemporaryDirectory(prefix="kubeconfig-") as scratch:
+        copy = Path(scratch) / "config"
+        copy.write_text(yaml.safe_dump(in_namespace(kubeconfig, namespace)))
+        return _run_kubectl_convoy(copy, list(args))
+
+
+def _run_kubectl_convoy(kubeconfig: Path, args: list[str]) -> subprocess.CompletedProcess:
     kubectl = shutil.which("kubectl") or _local_kubectl()
     search = os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])
     return subprocess.run(
-        [kubectl, "convoy", *args, "-n", namespace],
+        [kubectl, "convoy", *args],
         env={**os.environ, "PATH": search, "KUBECONFIG": str(kubeconfig)},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+#: Where a kubeconfig names files; a relative name is relative to the kubeconfig's directory.
+_FILE_FIELDS = {
+    "clusters": ("cluster", ("certificate-authority",)),
+    "users": ("user", ("client-certificate", "client-key", "tokenFile")),
+}
+
+
+def in_namespace(kubeconfig: Path, namespace: str) -> Obj:
+    """The kubeconfig with `namespace` in its current context, made to live elsewhere: the
+    files it names relative to its directory made absolute."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    for section, (entry, fields) in _FILE_FIELDS.items():
+        for item in document.get(section) or []:
+            settings = item.get(entry) or {}
+            for field in fields:
+                if settings.get(field):
+                    settings[field] = str(kubeconfig.parent / settings[field])  # keeps absolutes
+    current = document["current-context"]
+    context = next(c for c in document["contexts"] if c["name"] == current)
+    context["context"]["namespace"] = namespace
+    return document
 
 
 def _local_kubectl() -> str:

@@ -729,11 +729,21 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
 # -- SYNC-10 ----------------------------------------------------------------------------------
 
 
-@pytest.mark.clause("SYNC-10.post")
-def test_kubectl_convoy_release_sync_sends_the_post(releases: Releases, cluster: Cluster) -> None:
+@pytest.mark.parametrize(
+    "namespace_from",
+    [
+        case("flag", "namespace-flag", "SYNC-10.post"),
+        case("context", "namespace-of-the-context", "SYNC-10.context-namespace"),
+    ],
+)
+def test_kubectl_convoy_release_sync_sends_the_post(
+    releases: Releases, cluster: Cluster, namespace_from: str
+) -> None:
+    """With `-n`, or without it in the namespace of the kubeconfig's current context."""
     app = releases.app("web")
+    command = ("release", "sync", app.name)
     done = subresources.kubectl_convoy(
-        cluster.kubeconfig, app.namespace, "release", "sync", app.name
+        cluster.kubeconfig, app.namespace, *command, namespace_from=namespace_from
     )
     assert done.returncode == 0, done.stderr
     annotations = subresources.annotations(app.get())
