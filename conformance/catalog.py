@@ -405,6 +405,7 @@ RULES: tuple[Rule, ...] = (
         ("Failed", "A Failed rollout gives way to a new Progressing one."),
         ("RolledBack", "A RolledBack rollout gives way to a new Progressing one."),
         ("Succeeded", "A Succeeded rollout gives way to a new Progressing one too."),
+        ("Progressing", "A Progressing rollout gives way to a new one, its time started anew."),
         ("no-failurePolicy", "Without a failurePolicy a forced reconcile starts no rollout."),
     ),
     rule(

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from convoy import api, policy, reconciler, rollout, subresources, synctime
-from convoy.api import Annotation
+from convoy.api import Annotation, Reason
 from mutants import mutant
 from mutants.patching import key_of, wrap
 
@@ -92,6 +92,17 @@ def force_restarts_only_failed_rollouts() -> None:
         phase = (status.get("rollout") or {}).get("phase")
         ended_badly = phase in (rollout.Phase.FAILED.value, rollout.Phase.ROLLED_BACK.value)
         return original(self, key, status, ref, forced and (ended_badly or phase is None))
+
+
+@mutant("force-keeps-a-progressing-rollout", "FORCE-3.Progressing")
+def force_keeps_a_progressing_rollout() -> None:
+    """A forced sync does not restart a rollout in flight: a Progressing one keeps its start
+    (and so its health timeout)."""
+
+    @wrap(rollout.Rollouts, "start_if_new")
+    def start_if_new(original, self, key: str, status: Obj, ref: str, forced: bool) -> bool:
+        phase = (status.get("rollout") or {}).get("phase")
+        return original(self, key, status, ref, forced and phase != rollout.Phase.PROGRESSING)
 
 
 @mutant("force-writes-a-rollout-without-failurePolicy", "FORCE-3.no-failurePolicy")
@@ -216,6 +227,14 @@ def force_handled_only_on_success() -> None:
 def force_not_handled_on_a_hold() -> None:
     """lastHandledForceSyncAt is not written when the forced reconcile holds (Pinned, waiting)."""
     _force_handled_only_when(lambda outcome: outcome.reason not in api.HOLDS)
+
+
+@mutant("force-kept-while-hooks-or-health-wait", "FORCE-4.after-wait", "FORCE-5.wait")
+def force_kept_while_hooks_or_health_wait() -> None:
+    """A forced reconcile that waits for hooks or health is not the force's one reconcile:
+    the force stays pending (like the /sync request) for the reconcile that goes on."""
+    waits = (Reason.WAITING_FOR_HOOKS, Reason.WAITING_FOR_HEALTH)
+    _force_handled_only_when(lambda outcome: outcome.reason not in waits)
 
 
 @mutant("only-the-first-force-counts", "FORCE-2.manual", "FORCE-5.success")

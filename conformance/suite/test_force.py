@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +23,7 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
-from convoyapi import PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
+from convoyapi import LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
 
@@ -154,19 +155,49 @@ def test_a_failed_forced_reconcile_is_handled_and_its_retry_runs_the_dry_run(
     )
 
 
-@pytest.mark.clause("FORCE-4.after-wait", "FORCE-5.wait")
-def test_a_forced_reconcile_that_waits_is_handled_and_the_next_one_runs_the_dry_run(
-    releases: Releases,
-) -> None:
-    """A pin holds also a forced reconcile (the rollback hold is the one force skips)."""
-    app = applied_manual_app(releases)
+#: A preApply hook whose Widget reports nothing until the test makes it Healthy.
+HOOK = "migrate"
+
+
+def pin_nowhere(app: App) -> None:
     app.annotate({PIN: NO_RENDER})  # through the main resource: starts no reconcile
-    written = request_forced_sync(app)
-    app.wait_applied("False", "Pinned")
-    wait_force_handled(app, written)
+
+
+def unpin_and_request(app: App) -> None:
     app.annotate({PIN: None})
-    since = app.releases.recorder.mark()
     app.request_sync(at=app.next_pending_time())
+
+
+def add_a_hook(app: App) -> None:
+    app.annotate({LIFECYCLE: json.dumps({"preApply": [[widgets.widget(HOOK)]]})})  # no event
+
+
+def complete_the_hook(app: App) -> None:
+    widgets.set_health(app, HOOK, "Healthy")  # the observer's /sync follows
+
+
+#: A hold a forced reconcile meets: how to make it, and how to end it with a reconcile.
+HOLDS = {
+    "Pinned": (pin_nowhere, unpin_and_request),
+    "WaitingForHooks": (add_a_hook, complete_the_hook),
+}
+
+
+@pytest.mark.clause("FORCE-4.after-wait", "FORCE-5.wait")
+@pytest.mark.parametrize("hold", sorted(HOLDS))
+def test_a_forced_reconcile_that_waits_is_handled_and_the_next_one_runs_the_dry_run(
+    releases: Releases, hold: str
+) -> None:
+    """A pin, or hooks to wait for, hold also a forced reconcile (the rollback hold is the
+    one force skips); the reconcile that ends the hold is no forced one."""
+    make, end = HOLDS[hold]
+    app = applied_manual_app(releases)
+    make(app)
+    written = request_forced_sync(app)
+    app.wait_applied("False", hold)
+    wait_force_handled(app, written)
+    since = app.releases.recorder.mark()
+    end(app)
     app.wait_content("v2")
     assert kinds(app.attempts(since=since)) == ["dry-run", "apply"], (
         "the reconcile after a forced one that waited skipped the dry run"
@@ -229,13 +260,16 @@ def wait_phase(app: App, phase: str, timeout: float | None = None) -> dict:
         case("Failed", "Failed", "FORCE-3.Failed"),
         case("RolledBack", "RolledBack", "FORCE-3.RolledBack"),
         case("Succeeded", "Succeeded", "FORCE-3.Succeeded"),
+        case("Progressing", "Progressing", "FORCE-3.Progressing"),
     ],
 )
 def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
     releases: Releases, timing: Timing, ended: str
 ) -> None:
-    """A rollout that is to succeed gets a healthTimeout no loaded machine reaches (it must not
-    fail before its Widget's health is seen); one that is to fail or roll back, a short one."""
+    """A rollout that is to succeed, or to stay Progressing, gets a healthTimeout no loaded
+    machine reaches (it must not fail before its Widget's health is seen); one that is to fail
+    or roll back, a short one. "Progressing" is the rollout in flight: its Widget never
+    reports."""
     short, long = "2s", "1h"
     failure = {"action": "Rollback" if ended == "RolledBack" else "Halt"}
     app = releases.app(
@@ -244,7 +278,7 @@ def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
         extra=[widgets.widget("worker")],
         failurePolicy={**failure, "healthTimeout": short if ended == "Failed" else long},
     )
-    if ended != "Failed":  # a successful render first: the rollout to end, or to roll back to
+    if ended in ("Succeeded", "RolledBack"):  # a successful render: to end, or roll back to
         widgets.set_health(app, "worker", "Healthy")
         wait_phase(app, "Succeeded")
     if ended == "RolledBack":  # a new render that never turns Healthy, with the short timeout
