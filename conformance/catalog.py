@@ -581,6 +581,11 @@ RULES: tuple[Rule, ...] = (
             )
             for reason in NOT_TRANSIENT_REASONS
         ),
+        (
+            "request-pending",
+            "In manual mode with a /sync pending none of them is retried with backoff either: "
+            "the request stays pending for the next reconcile.",
+        ),
     ),
     rule(
         "INT-1",

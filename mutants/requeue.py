@@ -100,6 +100,33 @@ def manual_failure_retried_only_with_a_request() -> None:
         return original(self, key, result)
 
 
+@mutant("pending-request-retried-with-backoff", "REQ-2.request-pending")
+def pending_request_retried_with_backoff() -> None:
+    """In manual mode a /sync request whose reconcile failed (Unappliable, Unsupported,
+    HookFailed) is retried with backoff: "the next reconcile tries the apply again" read as a
+    retry."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        manual = result.policy is not None and not result.policy.automatic
+        result.failed_request = (
+            manual
+            and policy.Requests.of(release).sync_pending
+            and not result.outcome.applied
+            and result.outcome.reason not in api.HOLDS
+        )
+        return result
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result):
+        if getattr(result, "failed_request", False) and not result.outcome.reason.transient:
+            limiter = result.policy.backoff.delay if result.policy.backoff else None
+            delay = self.queue.add_rate_limited(key, limiter)
+            return f"retry {self.queue.num_requeues(key)} in {delay:.3f}s"
+        return original(self, key, result)
+
+
 # -- interval ----------------------------------------------------------------------------------
 def _with_interval(read: policy.SyncPolicy, interval: float) -> policy.SyncPolicy:
     return policy.SyncPolicy(read.automatic, interval, read.backoff)

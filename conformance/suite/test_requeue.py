@@ -9,9 +9,11 @@ sits in a slot free of the controller's resync ticks (`resync_clock.quiet_slot`)
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import pytest
@@ -32,11 +34,12 @@ from conformance.observe.releases import (
     content_object,
     invalid_object,
     not_by_suite,
+    rfc3339,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout, witness_deletes
 from conformance.timing import Timing
-from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN
+from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN, SYNC_REQUESTED_AT
 
 NAME = "web"
 
@@ -463,6 +466,23 @@ class NotTransient:
     sync_policy: ClassVar[Obj] = AUTOMATIC
     #: (status, reason) of Applied after a periodic reconcile has revealed the change
     after_periodic: ClassVar[tuple[str, str]]
+    #: manual mode with a /sync pending at the Release's creation (see `requested`)
+    pending_request: bool = False
+
+    def requested(self) -> NotTransient:
+        """This case in manual mode with a /sync pending when the Release is created: its
+        reconcile ends in the same reason, and the request stays pending (SYNC-6)."""
+        twin = copy.copy(self)
+        twin.pending_request = True
+        return twin
+
+    def policy(self) -> Obj:
+        return MANUAL if self.pending_request else self.sync_policy
+
+    def annotations(self, **own: str) -> dict[str, str]:
+        """The Release's annotations at its creation: its own, and the pending request."""
+        request = {SYNC_REQUESTED_AT: rfc3339(datetime.now(UTC))} if self.pending_request else {}
+        return {**own, **request}
 
     def prepare(self, releases: Releases) -> None:
         """What the Release needs before it is created (none by default)."""
@@ -503,7 +523,7 @@ class Unappliable(NotTransient):
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         app = App(releases, NAME)
         app.set_content("v1", extra=[invalid_object(self.rejected)])
-        create_release(app, sync_policy)
+        create_release(app, sync_policy, self.annotations())
         return app
 
     def change(self, app: App) -> Revealed:
@@ -535,7 +555,8 @@ class Unsupported(NotTransient):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         app = App(releases, NAME)
-        create_release(app, sync_policy, source={"kind": "GitRepository", "name": "web"})
+        source = {"kind": "GitRepository", "name": "web"}
+        create_release(app, sync_policy, self.annotations(), source=source)
         return app
 
     def change(self, app: App) -> Revealed:
@@ -562,7 +583,8 @@ class Pinned(NotTransient):
     after_periodic = ("True", "Applied")
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
-        return releases.app(NAME, sync_policy=sync_policy, annotations={PIN: NO_RENDER})
+        annotations = self.annotations(**{PIN: NO_RENDER})
+        return releases.app(NAME, sync_policy=sync_policy, annotations=annotations)
 
     def change(self, app: App) -> Revealed:
         app.annotate({PIN: None})
@@ -584,7 +606,7 @@ class HookFailed(NotTransient):
         app = App(releases, NAME)
         app.set_content("v1")
         hooks = json.dumps({"preApply": [[widgets.widget(self.hook)]]})
-        create_release(app, sync_policy, annotations={LIFECYCLE: hooks})
+        create_release(app, sync_policy, self.annotations(**{LIFECYCLE: hooks}))
         return app
 
     def change(self, app: App) -> Revealed:
@@ -606,7 +628,7 @@ class WaitingForWave(NewRender):
         low.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
-        return releases.app(NAME, sync_policy=sync_policy, wave=1)
+        return releases.app(NAME, sync_policy=sync_policy, annotations=self.annotations(), wave=1)
 
 
 class WaitingForHooks(NewRender):
@@ -617,7 +639,8 @@ class WaitingForHooks(NewRender):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
-        return releases.app(NAME, sync_policy=sync_policy, annotations={LIFECYCLE: hooks})
+        annotations = self.annotations(**{LIFECYCLE: hooks})
+        return releases.app(NAME, sync_policy=sync_policy, annotations=annotations)
 
 
 class WaitingForHealth(NewRender):
@@ -631,8 +654,9 @@ class WaitingForHealth(NewRender):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         hooks = json.dumps({"postApply": [[widgets.widget("notify")]]})
+        annotations = self.annotations(**{LIFECYCLE: hooks})
         return releases.app(
-            NAME, sync_policy=sync_policy, extra=self.extra(), annotations={LIFECYCLE: hooks}
+            NAME, sync_policy=sync_policy, extra=self.extra(), annotations=annotations
         )
 
 
@@ -647,9 +671,15 @@ NOT_TRANSIENT = [
     WaitingForHealth(),
 ]
 NOT_TRANSIENT_CASES = [marks.case(c, c.reason, f"REQ-2.{c.reason}") for c in NOT_TRANSIENT]
+#: Manual mode, a /sync pending: every reason but WaitingForSync (which is no request's)
+REQUESTED_CASES = [
+    marks.case(c.requested(), f"{c.reason}-request-pending", "REQ-2.request-pending")
+    for c in NOT_TRANSIENT
+    if c.sync_policy is AUTOMATIC
+]
 
 
-@pytest.mark.parametrize("case", NOT_TRANSIENT_CASES)
+@pytest.mark.parametrize("case", NOT_TRANSIENT_CASES + REQUESTED_CASES)
 def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
     case: NotTransient, releases: Releases, timing: Timing, resync_clock: ResyncClock
 ) -> None:
@@ -662,7 +692,8 @@ def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
     renderRef, for Unsupported a status write that restores the Applied message the suite
     overwrote. So a backoff retry shows as a trace, and as the change revealed on the Release.
     At the end a /sync (an event) reconciles the Release and reveals the change: proof that the
-    quiet period would have shown a retry.
+    quiet period would have shown a retry. The "-request-pending" cases run in manual mode with
+    a /sync pending from the start: a request that stays pending (SYNC-6) waits like the rest.
     What is not observable: a reconcile that writes nothing and changes nothing. For
     Unsupported the probe covers that only if the controller writes status when it differs
     from its outcome; a controller that retried Unsupported but skipped the write from memory
@@ -671,7 +702,7 @@ def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
     quiet = timing.quiet_for(BACKOFF.delay(1), BACKOFF.delay(2))
     case.prepare(releases)
     resync_clock.quiet_slot(timing.slack(0) + quiet)
-    app = case.start(releases, case.sync_policy)
+    app = case.start(releases, case.policy())
     failed = first_failure(app, case.reason)
     revealed = case.change(app)
     changed = releases.recorder.mark()
