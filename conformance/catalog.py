@@ -311,6 +311,11 @@ RULES: tuple[Rule, ...] = (
             "A /sync no later than lastHandledSyncAt still starts a reconcile that applies.",
         ),
         ("not-written", "Applies in automatic mode leave lastHandledSyncAt unset."),
+        (
+            "each-request",
+            "Each /sync starts a reconcile, a second one in the same second too (each POST "
+            "writes the time it came, which changes the annotation again).",
+        ),
     ),
     rule(
         "SYNC-8",

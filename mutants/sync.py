@@ -50,6 +50,19 @@ def sync_writes_an_old_time() -> None:
         return written
 
 
+@mutant("subresource-times-to-the-second", "SYNC-7.each-request")
+def subresource_times_to_the_second() -> None:
+    """The subresource API writes sync-requested-at to the second, as metav1.Time would: a
+    second write in the same second changes nothing, and starts no reconcile."""
+
+    @wrap(subresources.SubresourceAPI, "_annotations")
+    def annotations(original, self, request, subresource):
+        written = original(self, request, subresource)
+        whole = synctime.format_sync_time(self._clock.wall())
+        stamped = (Annotation.SYNC_REQUESTED_AT, Annotation.SYNC_FORCE_REQUESTED_AT)
+        return {key: whole if key in stamped else value for key, value in written.items()}
+
+
 @mutant("sync-writes-the-whole-namespace", "SYNC-1.named-release")
 def sync_writes_the_whole_namespace() -> None:
     """POST .../sync writes sync-requested-at on every Release of the namespace (a list and

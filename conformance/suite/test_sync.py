@@ -32,6 +32,7 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import witness_deletes
+from conformance.polling import poll_until
 from conformance.timing import Timing
 from convoyapi import GROUP, LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
@@ -500,6 +501,39 @@ def test_automatic_mode_does_not_write_last_handled_sync_at(releases: Releases) 
     app.wait_attempts(since=since)
     app.settle()  # the reconciles are done, their status written
     assert "lastHandledSyncAt" not in app.status(), app.status()
+
+
+def early_in_a_second(within: float = 0.2) -> None:
+    """Wait (polling the wall clock) until the current second is less than `within` old, so
+    that what follows at once falls into one second."""
+    poll_until(
+        lambda: datetime.now(UTC).microsecond < within * 1e6,
+        timeout=2.0,
+        step=0.005,
+        failure=lambda: AssertionError("the wall clock never started a new second"),
+    )
+
+
+@pytest.mark.clause("SYNC-7.each-request")
+def test_in_automatic_mode_each_sync_starts_a_reconcile_two_in_one_second_too(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The witness holds the apply of a first /sync's reconcile, and a second /sync comes in
+    the same second meanwhile: it must start a reconcile of its own (each POST writes the
+    current time, so it changes the annotation again)."""
+    app = applied_automatic_app(releases)
+    resync_clock.quiet_slot(timing.reconcile + timing.settle)  # no resync may do it instead
+    gate = app.releases.recorder.gate(name=app.object_name, dry_run=False)
+    since = app.releases.recorder.mark()
+    early_in_a_second()
+    subresources.post_sync(app)
+    first = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
+    gate.wait_entered(timing.reconcile)
+    subresources.post_sync(app)
+    second = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
+    gate.open()
+    print(f"the /syncs wrote {first} and then {second}")
+    app.wait_attempts(2, since=since)
 
 
 # -- SYNC-8: the other subresources -----------------------------------------------------------
