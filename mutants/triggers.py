@@ -12,6 +12,7 @@ from convoy import controller, policy, reconciler, waves
 from convoy.api import Annotation, ConditionType
 from convoy.durations import parse_duration
 from convoy.informer import EventType, object_key
+from convoy.triggers import RESYNC
 from mutants import mutant
 from mutants.patching import wrap
 
@@ -145,6 +146,18 @@ def _resync_skips(skipped: Callable[[policy.SyncPolicy], bool]) -> None:
             return None if skipped(policy.SyncPolicy.of(event.new)) else found
         except policy.SpecError:
             return found
+
+
+@mutant("resync-skips-releases-backing-off", "TRIG-4.flag")
+def resync_skips_releases_backing_off() -> None:
+    """The resync leaves a Release alone while a backoff retry is scheduled for it: "the
+    resync must not undercut the backoff"."""
+
+    @wrap(controller.Controller, "enqueue")
+    def enqueue(original, self, key: str, why: str) -> None:
+        if why == RESYNC and self.queue.num_requeues(key):
+            return
+        original(self, key, why)
 
 
 @mutant("resync-flag-ignored", "TRIG-4.flag")

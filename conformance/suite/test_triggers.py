@@ -193,18 +193,34 @@ def automatic_app_an_hour_apart(releases: Releases) -> App:
     return app
 
 
+def automatic_app_backing_off_an_hour(releases: Releases) -> App:
+    """An automatic Release whose apply failed (DeployFailed) with its retry an hour away
+    (retryBackoff initial 1h); then its source changed (no event), and applies are let through."""
+    app = applied_automatic_app(releases, sync_policy={"retryBackoff": {"initial": "1h"}})
+    app.deny_applies(1)
+    app.request_sync()
+    app.wait_applied("False", "DeployFailed")
+    app.set_content("v2")
+    return app
+
+
 #: Releases the resync reconciles too, besides an automatic one without an interval: each
-#: in sync, and then its source changed (no event): only a reconcile shows the new render.
-RESYNCED = {"manual": applied_manual_app, "automatic-with-an-interval": automatic_app_an_hour_apart}
+#: in sync (or failed), then its source changed (no event): only a reconcile shows the new
+#: render.
+RESYNCED = {
+    "manual": applied_manual_app,
+    "automatic-with-an-interval": automatic_app_an_hour_apart,
+    "automatic-backing-off": automatic_app_backing_off_an_hour,
+}
 
 
 @pytest.mark.clause("TRIG-4.flag")
 @pytest.mark.parametrize("kind", sorted(RESYNCED))
-def test_the_resync_reconciles_manual_releases_and_releases_with_an_interval_too(
+def test_the_resync_reconciles_manual_releases_and_those_an_interval_or_a_retry_defers(
     releases: Releases, timing: Timing, kind: str
 ) -> None:
     """A manual Release reports the new render (WaitingForSync); an automatic one, whose
-    interval is an hour away, applies it; both within a resync period."""
+    interval or backoff retry is an hour away, applies it; each within a resync period."""
     app = RESYNCED[kind](releases)
     period = timing.controller_resync
     within = period + timing.slack(period) + timing.reconcile
