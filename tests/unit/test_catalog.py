@@ -33,10 +33,11 @@ def test_every_rule_has_clauses_named_after_it() -> None:
 
 def test_every_reason_the_document_lists_is_a_clause_of_its_requeue_rule() -> None:
     """One clause per listed reason, in the document's order, and beside them only the
-    clauses named here (REQ-1.manual: the same retries in manual mode)."""
+    clauses named here (REQ-1.manual: the same retries in manual mode; REQ-2.request-pending:
+    the same waits with a /sync pending)."""
     for rule_id, reasons, besides in (
         ("REQ-1", catalog.TRANSIENT_REASONS, ["manual"]),
-        ("REQ-2", catalog.NOT_TRANSIENT_REASONS, []),
+        ("REQ-2", catalog.NOT_TRANSIENT_REASONS, ["request-pending"]),
     ):
         assert [c.id for c in catalog.BY_ID[rule_id].clauses] == [
             f"{rule_id}.{name}" for name in [*reasons, *besides]
