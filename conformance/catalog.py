@@ -363,6 +363,11 @@ RULES: tuple[Rule, ...] = (
             "no more.",
         ),
         ("hooks", "A completed hook batch sends a /sync; in manual mode it is applied."),
+        (
+            "automatic",
+            "The observer sends each of these /syncs to automatic Releases too (where a /sync "
+            "only starts a reconcile).",
+        ),
     ),
     rule(
         "SYNC-10",

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from convoy import api, controller, observer, policy, reconciler
+from convoy import api, controller, durations, observer, policy, reconciler
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
@@ -150,6 +150,19 @@ def interval_in_whole_seconds() -> None:
     def of(original, release: Obj):
         read = original(release)
         return _with_interval(read, float(int(read.interval)))
+
+
+@mutant("duration-read-to-its-first-term", "INT-1.period")
+def duration_read_to_its_first_term() -> None:
+    """A duration of several terms counts its first one only: "1s500ms" is 1 s (a parser
+    that matches one number and unit where Go sums every term)."""
+    terms = durations._TERM
+
+    class FirstTerm:
+        def findall(self, text: str) -> list[tuple[str, str]]:
+            return terms.findall(text)[:1]
+
+    durations._TERM = FirstTerm()
 
 
 @mutant("interval-only-in-automatic-mode", "INT-1.manual")

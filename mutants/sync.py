@@ -622,6 +622,17 @@ def no_sync_for_a_healthy_render() -> None:
     observer.Observer._announce = lambda self, key, release, old, assessed: None
 
 
+@mutant("observer-syncs-manual-releases-only", "SYNC-9.automatic")
+def observer_syncs_manual_releases_only() -> None:
+    """The observer sends its /syncs to manual Releases only: "an automatic Release
+    reconciles on its own"."""
+
+    @wrap(observer.Observer, "_request_sync")
+    def request_sync(original, self, release: Obj, why: str) -> None:
+        if ((release.get("spec") or {}).get("syncPolicy") or {}).get("automatic") is not True:
+            original(self, release, why)
+
+
 @mutant("observer-syncs-every-healthy-assessment", "SYNC-9.new-render-once")
 def observer_syncs_every_healthy_assessment() -> None:
     """The observer sends a /sync at every assessment that finds the applied render Healthy."""

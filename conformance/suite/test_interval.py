@@ -37,8 +37,9 @@ AUTOMATIC = {"automatic": True}
 #: controller that rounds, truncates or misreads a unit, or steps in whole seconds, misses it.
 INTERVALS = {"1s": 1.0, "2300ms": 2.3}
 #: The periodic reconcile's, with one below a second too: kept in whole seconds it is 0, no
-#: periodic reconcile at all, which no load on the machine can hide (2300ms as 2 s can).
-RECONCILE_INTERVALS = {**INTERVALS, "500ms": 0.5}
+#: periodic reconcile at all, which no load on the machine can hide (2300ms as 2 s can); and
+#: one of two terms, as Go durations may be written ("1h30m").
+RECONCILE_INTERVALS = {**INTERVALS, "500ms": 0.5, "1s500ms": 1.5}
 #: Seconds of periods to measure at least; never fewer than three gaps.
 MEASURE = 6.0
 

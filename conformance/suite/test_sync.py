@@ -705,6 +705,48 @@ def test_a_wave_completed_by_an_apply_sends_the_next_wave_a_sync(
     high.wait_content("v2")
 
 
+def render_turning_healthy(releases: Releases) -> tuple[App, Callable[[], object]]:
+    app = releases.app("web", sync_policy=AUTOMATIC, extra=[widgets.widget("worker")])
+    app.wait_applied("True", "Applied")
+    return app, lambda: widgets.set_health(app, "worker", "Healthy")
+
+
+def hook_batch_completing(releases: Releases) -> tuple[App, Callable[[], object]]:
+    hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
+    app = releases.app("web", sync_policy=AUTOMATIC, annotations={LIFECYCLE: hooks})
+    app.wait_applied("False", "WaitingForHooks")
+    return app, lambda: widgets.set_health(app, "migrate", "Healthy")
+
+
+def wave_completing(releases: Releases) -> tuple[App, Callable[[], object]]:
+    low = releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
+    high = releases.app("high", sync_policy=AUTOMATIC, wave=1)
+    high.wait_applied("False", "WaitingForWave")
+    return high, lambda: widgets.set_health(low, "worker", "Healthy")
+
+
+#: Each occasion of the observer's /sync, for an automatic Release: the Release that is to
+#: get it, and what makes the occasion come.
+OCCASIONS = {
+    "new-render": render_turning_healthy,
+    "hooks": hook_batch_completing,
+    "wave": wave_completing,
+}
+
+
+@pytest.mark.parametrize("occasion", [case(o, o, "SYNC-9.automatic") for o in OCCASIONS])
+def test_the_observer_sends_its_sync_to_automatic_releases_too(
+    releases: Releases, occasion: str
+) -> None:
+    """The observer sends a /sync on each occasion whatever the mode; in automatic mode it
+    only starts a reconcile (SYNC-7)."""
+    app, occasion_comes = OCCASIONS[occasion](releases)
+    app.settle()
+    previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+    occasion_comes()
+    wait_for_observer_sync(app, previous)
+
+
 #: Lifecycle hooks, by case: each batch the Release waits for sends its own /sync.
 HOOK_BATCHES = {
     "preApply": {"preApply": [["migrate"]]},
