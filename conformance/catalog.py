@@ -159,6 +159,11 @@ RULES: tuple[Rule, ...] = (
             "A render that changes back to lastSuccessful.renderRef is in sync "
             "again (the comparison is with the last applied render, not the last one seen).",
         ),
+        (
+            "not-held",
+            "What would hold an apply (a pin, a lower wave not settled) changes nothing: with "
+            "no /sync pending, Applied=True and reason Applied.",
+        ),
     ),
     rule(
         "MAN-2",
@@ -175,6 +180,11 @@ RULES: tuple[Rule, ...] = (
             "different",
             "A render that differs from lastSuccessful.renderRef: Applied=False, "
             "reason WaitingForSync, at every reconcile while nothing is pending.",
+        ),
+        (
+            "not-held",
+            "What would hold an apply (a pin, a lower wave not settled) changes nothing: with "
+            "no /sync pending, Applied=False and reason WaitingForSync.",
         ),
         (
             "after-failed-prune",

@@ -223,6 +223,21 @@ def waiting_until_the_next_apply() -> None:
         return outcome
 
 
+@mutant("holds-checked-before-the-mode", "MAN-1.not-held", "MAN-2.not-held")
+def holds_checked_before_the_mode() -> None:
+    """The holds (a pin, a lower wave) are checked before the mode: a manual Release with no
+    /sync pending reports Pinned or WaitingForWave instead of in sync or WaitingForSync."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        manual = result.policy is not None and not result.policy.automatic
+        if manual and not requests.sync_pending:
+            ref = result.status["renderRef"]
+            return self._hold(release, result.status, ref, forced) or outcome
+        return outcome
+
+
 @mutant("never-applied-counts-as-in-sync", "MAN-2.never-applied")
 def never_applied_counts_as_in_sync() -> None:
     """Manual mode with nothing applied yet reports Applied=True instead of WaitingForSync."""

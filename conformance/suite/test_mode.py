@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conformance.marks import case
-from conformance.observe.releases import App, Releases, condition, content_object
+from conformance.observe import widgets
+from conformance.observe.releases import NO_RENDER, App, Releases, condition, content_object
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
+from convoyapi import PIN
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases here are reconciled every second, so a quiet period sees several reconciles.
@@ -118,9 +120,9 @@ def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
     print(f"drift ({drift}) corrected {app.releases.recorder.mark() - start:.2f} s after it")
 
 
-def synced_manual_app(releases: Releases) -> App:
+def synced_manual_app(releases: Releases, **spec: object) -> App:
     """A manual Release reconciled every second, its first /sync applied."""
-    app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"})
+    app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"}, **spec)
     app.request_sync()
     app.wait_applied("True", "Applied")
     return app
@@ -148,6 +150,34 @@ def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "v1"}
+
+
+def pin_nowhere(releases: Releases, app: App) -> None:
+    app.annotate({PIN: NO_RENDER})  # no event: the next periodic reconcile reads it
+
+
+def settle_nothing_below(releases: Releases, app: App) -> None:
+    """A Release of a lower wave whose Widget never reports: not Healthy, ever."""
+    releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
+
+
+#: What would hold an apply of a Release of wave 1: a pin, or a lower wave that is not settled.
+HOLDS = {"pinned": pin_nowhere, "behind-a-lower-wave": settle_nothing_below}
+
+
+@pytest.mark.clause("MAN-1.not-held", "MAN-2.not-held")
+@pytest.mark.parametrize("hold", sorted(HOLDS))
+def test_manual_mode_without_a_request_is_in_sync_or_waiting_for_sync_whatever_would_hold(
+    releases: Releases, timing: Timing, hold: str
+) -> None:
+    """With no /sync pending there is no apply to hold: the Release says it is in sync, and
+    WaitingForSync once its render changes, not the reason of the hold."""
+    app = synced_manual_app(releases, wave=1)
+    HOLDS[hold](releases, app)
+    app.stays("True", "Applied", timing.quiet_for(INTERVAL))
+    app.set_content("v2")
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
 
 
 @pytest.mark.clause("MAN-1.render-back")
