@@ -627,6 +627,11 @@ RULES: tuple[Rule, ...] = (
         INTERVAL,
         "The observer checks for drift on the same interval.",
         ("period", "Drift checks come one interval apart."),
+        (
+            "deleted",
+            "An object deleted from the target is drift too: the checks list it, one interval "
+            "apart.",
+        ),
         ("automatic", "An automatic Release's drift is checked on its interval too."),
         ("changed", "A changed interval is the drift checks' period from then on."),
         ("no-interval", "Without an interval there are no drift checks."),

@@ -7,7 +7,9 @@ import threading
 import time
 from typing import Any
 
-from convoy import api, controller, durations, observer, policy, reconciler
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from convoy import api, apply, controller, durations, observer, policy, reconciler
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
@@ -239,6 +241,23 @@ def pending_periodic_reconcile_kept() -> None:
             elif interval > 0:
                 due[key] = now + interval
         return original(self, key, result)
+
+
+@mutant("a-missing-object-is-no-drift", "INT-2.deleted")
+def a_missing_object_is_no_drift() -> None:
+    """A drift check compares the objects it finds: one deleted from the target is not
+    drift (a 404 taken for "nothing to compare")."""
+
+    def found_in_place(target, obj: Obj) -> bool:
+        metadata = obj["metadata"]
+        try:
+            resource = target.resource(obj["apiVersion"], obj["kind"])
+            live = resource.get(name=metadata["name"], namespace=metadata.get("namespace"))
+        except NotFoundError:
+            return True
+        return apply.matches(obj, live.to_dict())
+
+    apply._in_place = found_in_place
 
 
 @mutant("drift-checked-every-3s", "INT-2.period")

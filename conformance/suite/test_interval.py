@@ -341,36 +341,46 @@ def drift_checks(app: App, count: int, budget: float, *, drifted: bool = True) -
     return checks
 
 
-def drifted_manual_app(releases: Releases, sync_policy: dict) -> App:
+#: How a manual Release's object drifts: changed, or deleted, behind the controller's back.
+DRIFTS = {"changed": App.drift, "deleted": App.delete_object}
+
+
+def drifted_manual_app(releases: Releases, sync_policy: dict, drift: str = "changed") -> App:
     """A manual Release applied once, then drifted: the drift stays for the observer."""
     app = releases.app("web", sync_policy=sync_policy)
     app.request_sync()
     app.wait_applied("True", "Applied")
-    app.drift()
+    DRIFTS[drift](app)
     return app
 
 
 @pytest.mark.parametrize(
     "target",
     [
-        *(case((w, True), w, "INT-2.period") for w in INTERVALS),
-        case(("2300ms", False), "automatic-2300ms", "INT-2.automatic"),
+        *(case((w, "changed"), w, "INT-2.period") for w in INTERVALS),
+        case(("1s", "deleted"), "deleted-1s", "INT-2.deleted"),
+        case(("2300ms", None), "automatic-2300ms", "INT-2.automatic"),
     ],
 )
 def test_the_observer_checks_drift_on_the_release_interval(
-    releases: Releases, timing: Timing, target: tuple[str, bool]
+    releases: Releases, timing: Timing, target: tuple[str, str | None]
 ) -> None:
-    """A manual Release that drifted, and an automatic one (its reconciles mend drift, its
-    drift is checked all the same): driftCheckedAt advances every interval.
+    """A manual Release whose object was changed or deleted, and an automatic one (its
+    reconciles mend drift, its drift is checked all the same): driftCheckedAt advances every
+    interval, and the manual one's drift lists the object.
 
     A drift check may wait for a reconcile of the same Release that is under way (the
     periodic reconcile runs on the same interval), so the band allows the controller's own
     reconcile time, as measured at creation, as the other interval tests do."""
-    written, manual = target
-    made = drifted_manual_app if manual else applied_automatic_app
+    written, drift = target
     created = releases.recorder.mark()
-    app = made(releases, sync_policy={"interval": written})
-    assert_drift_checked_every(app, written, app.reconcile_time(created), timing, drifted=manual)
+    policy = {"interval": written}
+    if drift is None:
+        app = applied_automatic_app(releases, sync_policy=policy)
+    else:
+        app = drifted_manual_app(releases, policy, drift)
+    latency = app.reconcile_time(created)
+    assert_drift_checked_every(app, written, latency, timing, drifted=drift is not None)
 
 
 @pytest.mark.clause("INT-2.changed")
