@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from convoy import api, apply, policy, reconciler, synctime
+from convoy import api, apply, policy, reconciler, render, synctime
 from convoy.api import Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
@@ -261,6 +261,18 @@ def compared_with_the_last_render() -> None:
         if outcome.reason is Reason.WAITING_FOR_SYNC and seen == result.status.get("renderRef"):
             return reconciler.Outcome(True, Reason.APPLIED, "in sync; apply waits for /sync")
         return outcome
+
+
+@mutant("render-ref-without-the-mutations", "MAN-2.different")
+def render_ref_without_the_mutations() -> None:
+    """The renderRef is the digest of the render before its mutations: a change of the
+    mutations alone leaves it, and a manual Release says it is in sync."""
+
+    @wrap(render, "render")
+    def rendered(original, core, release: Obj, scope_of, *, mutate=None):
+        mutated = original(core, release, scope_of, mutate=mutate)
+        plain = original(core, release, scope_of)
+        return render.Render(mutated.objects, plain.ref)
 
 
 @mutant("success-recorded-before-the-prune", "MAN-2.after-failed-prune")

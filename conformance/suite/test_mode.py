@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conformance.marks import case
@@ -9,7 +11,7 @@ from conformance.observe import widgets
 from conformance.observe.releases import NO_RENDER, App, Releases, condition, content_object
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
-from convoyapi import PIN
+from convoyapi import MUTATIONS, PIN
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases here are reconciled every second, so a quiet period sees several reconciles.
@@ -141,12 +143,26 @@ def test_manual_mode_in_sync_says_so_and_applies_nothing(
     assert "in sync" in message.lower() and "/sync" in message, message
 
 
+def mutate_the_content(app: App) -> None:
+    """Mutations through the main resource (no event): the render includes them."""
+    mutation = {
+        "target": {"apiVersion": "v1", "kind": "ConfigMap", "name": app.object_name},
+        "patch": {"data": {"content": "mutated"}},
+    }
+    app.annotate({MUTATIONS: json.dumps([mutation])})
+
+
+#: What makes a new render: a new source, or new mutations.
+NEW_RENDERS = {"new-source": lambda app: app.set_content("v2"), "new-mutations": mutate_the_content}
+
+
 @pytest.mark.clause("MAN-2.different", "MAN-3.different")
+@pytest.mark.parametrize("change", sorted(NEW_RENDERS))
 def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
-    releases: Releases, timing: Timing
+    releases: Releases, timing: Timing, change: str
 ) -> None:
     app = synced_manual_app(releases)
-    app.set_content("v2")
+    NEW_RENDERS[change](app)
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "v1"}
