@@ -296,6 +296,23 @@ def drift_interval_read_once() -> None:
     observer._interval = interval
 
 
+@mutant("drift-due-by-the-interval-of-the-last-check", "INT-2.changed")
+def drift_due_by_the_interval_of_the_last_check() -> None:
+    """The next drift check is due one interval after the last, by the interval in force at
+    that check: an interval shortened from 10m waits the old one out."""
+    in_force: dict[str, float] = {}
+
+    @wrap(observer.Observer, "_drift_if_due")
+    def drift_if_due(original, self, key: str, release: Obj, status: Obj, target):
+        last, due = self._drift_checked.get(key), in_force.get(key)
+        if last is not None and due is not None and self._clock.now() - last < due:
+            return None
+        found = original(self, key, release, status, target)
+        if self._drift_checked.get(key) != last:  # it checked
+            in_force[key] = observer._interval(release)
+        return found
+
+
 @mutant("drift-checked-without-an-interval", "INT-2.no-interval")
 def drift_checked_without_an_interval() -> None:
     """Without an interval the observer checks drift at each of its observations."""

@@ -383,20 +383,27 @@ def test_the_observer_checks_drift_on_the_release_interval(
     assert_drift_checked_every(app, written, latency, timing, drifted=drift is not None)
 
 
+#: Interval changes for the drift checks: longer, and from one far off to a short one.
+DRIFT_INTERVAL_CHANGES = {"1s-to-2300ms": ("1s", "2300ms"), "10m-to-1s": ("10m", "1s")}
+
+
 @pytest.mark.clause("INT-2.changed")
+@pytest.mark.parametrize("change", sorted(DRIFT_INTERVAL_CHANGES))
 def test_the_observer_checks_drift_on_a_changed_interval(
-    releases: Releases, timing: Timing
+    releases: Releases, timing: Timing, change: str
 ) -> None:
-    """A manual Release that drifted, its interval changed from 1s to 2300ms: after the
-    change, drift checks come the new interval apart (the first one may still be due by
-    the old)."""
+    """A manual Release that drifted, its interval changed: after the change, drift checks
+    come the new interval apart (the first one may still be due by a shorter old one). A
+    check due ten minutes after the last by the old interval is not waited for."""
+    old, new = DRIFT_INTERVAL_CHANGES[change]
     created = releases.recorder.mark()
-    app = drifted_manual_app(releases, {"interval": "1s"})
+    app = drifted_manual_app(releases, {"interval": old})
     latency = app.reconcile_time(created)
-    # the observer checks drift every second before the change
-    drift_checks(app, 2, 2 * (1.0 + timing.slack(1.0, latency)) + timing.reconcile)
-    app.patch({"spec": {"syncPolicy": {"interval": "2300ms"}}})
-    assert_drift_checked_every(app, "2300ms", latency, timing)
+    if old in INTERVALS:  # the observer checks drift on the old interval before the change
+        before = INTERVALS[old]
+        drift_checks(app, 2, 2 * (before + timing.slack(before, latency)) + timing.reconcile)
+    app.patch({"spec": {"syncPolicy": {"interval": new}}})
+    assert_drift_checked_every(app, new, latency, timing)
 
 
 def assert_drift_checked_every(
