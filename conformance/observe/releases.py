@@ -22,7 +22,7 @@ from conformance.kube import dynamic_api, read_or_none
 from conformance.observe.witness import Attempt, Recorder, WitnessTimeout
 from conformance.polling import poll_until, quiet_period
 from conformance.timing import Timing
-from convoyapi import API_VERSION, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
+from convoyapi import API_VERSION, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 #: A well-formed renderRef that no render has: a pin to it holds every render.
 NO_RENDER = "sha256:" + "0" * 64
@@ -243,6 +243,10 @@ class App:
 
     def annotate(self, annotations: dict[str, str | None]) -> Obj:
         return self.patch({"metadata": {"annotations": annotations}})
+
+    def pin_nowhere(self) -> None:
+        """Pin the Release to a render it never has, through the main resource (no event)."""
+        self.annotate({PIN: NO_RENDER})
 
     def request_sync(self, at: datetime | None = None, *, force: bool = False) -> str:
         """Write the /sync annotations as the endpoint does; return the time written."""
@@ -500,6 +504,12 @@ def applied_automatic_app(
     app = releases.app(name, sync_policy={"automatic": True, **(sync_policy or {})}, **spec)
     app.wait_applied("True", "Applied")
     return app
+
+
+def content_mutations(app: App, content: str = "mutated") -> list[Obj]:
+    """A value of the mutations annotation: set the content of the App's object."""
+    target = {"apiVersion": "v1", "kind": "ConfigMap", "name": app.object_name}
+    return [{"target": target, "patch": {"data": {"content": content}}}]
 
 
 def applied_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from kubernetes import client, watch
@@ -79,7 +79,10 @@ def update_changing(app: App, since: Obj, until: str, annotation: str) -> tuple[
 
 
 def kubectl_convoy(
-    kubeconfig: Path, namespace: str, *args: str, namespace_from: str = "flag"
+    kubeconfig: Path,
+    namespace: str,
+    *args: str,
+    namespace_from: Literal["flag", "context"] = "flag",
 ) -> subprocess.CompletedProcess:
     """`kubectl convoy ...` as a user runs it: kubectl finds the plugin on PATH.
 
@@ -92,7 +95,7 @@ def kubectl_convoy(
         return _run_kubectl_convoy(kubeconfig, [*args, "-n", namespace])
     with tempfile.TemporaryDirectory(prefix="kubeconfig-") as scratch:
         copy = Path(scratch) / "config"
-        copy.write_text(yaml.safe_dump(in_namespace(kubeconfig, namespace)))
+        copy.write_text(yaml.safe_dump(kubeconfig_in_namespace(kubeconfig, namespace)))
         return _run_kubectl_convoy(copy, list(args))
 
 
@@ -116,7 +119,7 @@ _FILE_FIELDS = {
 }
 
 
-def in_namespace(kubeconfig: Path, namespace: str) -> Obj:
+def kubeconfig_in_namespace(kubeconfig: Path, namespace: str) -> Obj:
     """The kubeconfig with `namespace` in its current context, made to live elsewhere: the
     files it names relative to its directory made absolute."""
     document = yaml.safe_load(kubeconfig.read_text())

@@ -11,7 +11,6 @@ from conformance.clusters.base import Cluster
 from conformance.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
-    NO_RENDER,
     App,
     Releases,
     applied_automatic_app,
@@ -159,10 +158,6 @@ def test_a_failed_forced_reconcile_is_handled_and_its_retry_runs_the_dry_run(
 HOOK = "migrate"
 
 
-def pin_nowhere(app: App) -> None:
-    app.annotate({PIN: NO_RENDER})  # through the main resource: starts no reconcile
-
-
 def unpin_and_request(app: App) -> None:
     app.annotate({PIN: None})
     app.request_sync(at=app.next_pending_time())
@@ -178,7 +173,7 @@ def complete_the_hook(app: App) -> None:
 
 #: A hold a forced reconcile meets: how to make it, and how to end it with a reconcile.
 HOLDS = {
-    "Pinned": (pin_nowhere, unpin_and_request),
+    "Pinned": (App.pin_nowhere, unpin_and_request),
     "WaitingForHooks": (add_a_hook, complete_the_hook),
 }
 

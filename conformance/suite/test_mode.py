@@ -8,10 +8,16 @@ import pytest
 
 from conformance.marks import case
 from conformance.observe import widgets
-from conformance.observe.releases import NO_RENDER, App, Releases, condition, content_object
+from conformance.observe.releases import (
+    App,
+    Releases,
+    condition,
+    content_mutations,
+    content_object,
+)
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
-from convoyapi import MUTATIONS, PIN
+from convoyapi import MUTATIONS
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases here are reconciled every second, so a quiet period sees several reconciles.
@@ -145,11 +151,7 @@ def test_manual_mode_in_sync_says_so_and_applies_nothing(
 
 def mutate_the_content(app: App) -> None:
     """Mutations through the main resource (no event): the render includes them."""
-    mutation = {
-        "target": {"apiVersion": "v1", "kind": "ConfigMap", "name": app.object_name},
-        "patch": {"data": {"content": "mutated"}},
-    }
-    app.annotate({MUTATIONS: json.dumps([mutation])})
+    app.annotate({MUTATIONS: json.dumps(content_mutations(app))})
 
 
 #: What makes a new render: a new source, or new mutations.
@@ -168,17 +170,14 @@ def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     assert app.live_object()["data"] == {"content": "v1"}
 
 
-def pin_nowhere(releases: Releases, app: App) -> None:
-    app.annotate({PIN: NO_RENDER})  # no event: the next periodic reconcile reads it
-
-
-def settle_nothing_below(releases: Releases, app: App) -> None:
+def settle_nothing_below(app: App) -> None:
     """A Release of a lower wave whose Widget never reports: not Healthy, ever."""
-    releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
+    app.releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
 
 
-#: What would hold an apply of a Release of wave 1: a pin, or a lower wave that is not settled.
-HOLDS = {"pinned": pin_nowhere, "behind-a-lower-wave": settle_nothing_below}
+#: What would hold an apply of a Release of wave 1: a pin (read at the next periodic
+#: reconcile), or a lower wave that is not settled.
+HOLDS = {"pinned": App.pin_nowhere, "behind-a-lower-wave": settle_nothing_below}
 
 
 @pytest.mark.clause("MAN-1.not-held", "MAN-2.not-held")
@@ -189,7 +188,7 @@ def test_manual_mode_without_a_request_is_in_sync_or_waiting_for_sync_whatever_w
     """With no /sync pending there is no apply to hold: the Release says it is in sync, and
     WaitingForSync once its render changes, not the reason of the hold."""
     app = synced_manual_app(releases, wave=1)
-    HOLDS[hold](releases, app)
+    HOLDS[hold](app)
     app.stays("True", "Applied", timing.quiet_for(INTERVAL))
     app.set_content("v2")
     app.wait_applied("False", "WaitingForSync")

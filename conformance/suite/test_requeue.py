@@ -479,10 +479,10 @@ class NotTransient:
     def policy(self) -> Obj:
         return MANUAL if self.pending_request else self.sync_policy
 
-    def annotations(self, **own: str) -> dict[str, str]:
+    def annotations(self, own: dict[str, str] | None = None) -> dict[str, str]:
         """The Release's annotations at its creation: its own, and the pending request."""
         request = {SYNC_REQUESTED_AT: rfc3339(datetime.now(UTC))} if self.pending_request else {}
-        return {**own, **request}
+        return {**(own or {}), **request}
 
     def prepare(self, releases: Releases) -> None:
         """What the Release needs before it is created (none by default)."""
@@ -583,7 +583,7 @@ class Pinned(NotTransient):
     after_periodic = ("True", "Applied")
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
-        annotations = self.annotations(**{PIN: NO_RENDER})
+        annotations = self.annotations({PIN: NO_RENDER})
         return releases.app(NAME, sync_policy=sync_policy, annotations=annotations)
 
     def change(self, app: App) -> Revealed:
@@ -606,7 +606,7 @@ class HookFailed(NotTransient):
         app = App(releases, NAME)
         app.set_content("v1")
         hooks = json.dumps({"preApply": [[widgets.widget(self.hook)]]})
-        create_release(app, sync_policy, self.annotations(**{LIFECYCLE: hooks}))
+        create_release(app, sync_policy, self.annotations({LIFECYCLE: hooks}))
         return app
 
     def change(self, app: App) -> Revealed:
@@ -639,7 +639,7 @@ class WaitingForHooks(NewRender):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
-        annotations = self.annotations(**{LIFECYCLE: hooks})
+        annotations = self.annotations({LIFECYCLE: hooks})
         return releases.app(NAME, sync_policy=sync_policy, annotations=annotations)
 
 
@@ -654,7 +654,7 @@ class WaitingForHealth(NewRender):
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         hooks = json.dumps({"postApply": [[widgets.widget("notify")]]})
-        annotations = self.annotations(**{LIFECYCLE: hooks})
+        annotations = self.annotations({LIFECYCLE: hooks})
         return releases.app(
             NAME, sync_policy=sync_policy, extra=self.extra(), annotations=annotations
         )
@@ -675,7 +675,7 @@ NOT_TRANSIENT_CASES = [marks.case(c, c.reason, f"REQ-2.{c.reason}") for c in NOT
 REQUESTED_CASES = [
     marks.case(c.requested(), f"{c.reason}-request-pending", "REQ-2.request-pending")
     for c in NOT_TRANSIENT
-    if c.sync_policy is AUTOMATIC
+    if c.reason != "WaitingForSync"
 ]
 
 

@@ -514,26 +514,40 @@ def early_in_a_second(within: float = 0.2) -> None:
     )
 
 
+#: Tries at two /syncs in one second before the check is reported as not run.
+SAME_SECOND_TRIES = 3
+
+
 @pytest.mark.clause("SYNC-7.each-request")
 def test_in_automatic_mode_each_sync_starts_a_reconcile_two_in_one_second_too(
     releases: Releases, resync_clock: ResyncClock, timing: Timing
 ) -> None:
-    """The witness holds the apply of a first /sync's reconcile, and a second /sync comes in
+    """The witness holds the dry run of a first /sync's reconcile, and a second /sync comes in
     the same second meanwhile: it must start a reconcile of its own (each POST writes the
-    current time, so it changes the annotation again)."""
+    current time, so it changes the annotation again). Two POSTs that fell into two seconds
+    prove nothing: then the pair is tried again."""
     app = applied_automatic_app(releases)
-    resync_clock.quiet_slot(timing.reconcile + timing.settle)  # no resync may do it instead
-    gate = app.releases.recorder.gate(name=app.object_name, dry_run=False)
-    since = app.releases.recorder.mark()
-    early_in_a_second()
+    for _ in range(SAME_SECOND_TRIES):
+        resync_clock.quiet_slot(timing.reconcile + timing.settle)  # no resync may do it instead
+        since = app.releases.recorder.mark()
+        gate = app.releases.recorder.gate(name=app.object_name, dry_run=True)
+        early_in_a_second()
+        first = posted_sync_time(app)
+        gate.wait_entered(timing.reconcile)
+        second = posted_sync_time(app)
+        gate.open()
+        if same_second(first, second):
+            print(f"the /syncs wrote {first} and then {second}")
+            app.wait_attempts(2, since=since)
+            return
+        app.settle()  # the pair's reconciles are done: try again
+    pytest.skip(f"no two /syncs in one second in {SAME_SECOND_TRIES} tries: not checked")
+
+
+def posted_sync_time(app: App) -> datetime:
+    """POST /sync; the time it wrote."""
     subresources.post_sync(app)
-    first = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
-    gate.wait_entered(timing.reconcile)
-    subresources.post_sync(app)
-    second = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
-    gate.open()
-    print(f"the /syncs wrote {first} and then {second}")
-    app.wait_attempts(2, since=since)
+    return parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
 
 
 # -- SYNC-8: the other subresources -----------------------------------------------------------
@@ -736,13 +750,16 @@ OCCASIONS = {
 
 @pytest.mark.parametrize("occasion", [case(o, o, "SYNC-9.automatic") for o in OCCASIONS])
 def test_the_observer_sends_its_sync_to_automatic_releases_too(
-    releases: Releases, occasion: str
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, occasion: str
 ) -> None:
     """The observer sends a /sync on each occasion whatever the mode; in automatic mode it
     only starts a reconcile (SYNC-7)."""
     app, occasion_comes = OCCASIONS[occasion](releases)
     app.settle()
     previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+    # A resync reconcile would see the health first (it assesses as it applies), and leave
+    # the observer no news to send a /sync for.
+    resync_clock.quiet_slot(timing.reconcile)
     occasion_comes()
     wait_for_observer_sync(app, previous)
 

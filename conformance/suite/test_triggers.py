@@ -24,6 +24,7 @@ from conformance.observe.releases import (
     applied_manual_app,
     condition,
     condition_status,
+    content_mutations,
     rfc3339,
 )
 from conformance.observe.resync import ResyncClock
@@ -538,13 +539,7 @@ def test_a_write_through_mutations_or_lifecycle_starts_a_reconcile_at_once(
 
 
 def _mutation(app: App):
-    patch = [
-        {
-            "target": {"apiVersion": "v1", "kind": "ConfigMap", "name": app.object_name},
-            "patch": {"data": {"content": "mutated"}},
-        }
-    ]
-    return patch, lambda: app.live_object()["data"] == {"content": "mutated"}
+    return content_mutations(app), lambda: app.live_object()["data"] == {"content": "mutated"}
 
 
 def _lifecycle(app: App):
