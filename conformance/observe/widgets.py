@@ -24,6 +24,11 @@ def widget(name: str, **spec: Any) -> Obj:
     return {"apiVersion": WIDGET_API, "kind": "Widget", "metadata": {"name": name}, "spec": spec}
 
 
+def pre_apply_hook(name: str = "migrate") -> Obj:
+    """A lifecycle of one preApply batch: Widget `name`."""
+    return {"preApply": [[widget(name)]]}
+
+
 def _resource(app: App, api_version: str, kind: str) -> dynamic.Resource:
     return dynamic_api(app.releases.api).resources.get(api_version=api_version, kind=kind)
 

@@ -453,7 +453,7 @@ def test_a_waiting_for_sync_hold_resets_the_failure_count(
 #: reason of the hold; the DELETE ends it.
 HOLDS = {
     "Pinned": ("pin", {"renderRef": NO_RENDER}),
-    "WaitingForHooks": ("lifecycle", {"preApply": [[widgets.widget("migrate")]]}),
+    "WaitingForHooks": ("lifecycle", widgets.pre_apply_hook()),
 }
 
 
@@ -513,7 +513,7 @@ def hook_failed_then_sync(app: App) -> None:
     """A reconcile that fails without being transient (HookFailed: its preApply hook is
     Degraded), then the hook taken away (a /sync too)."""
     widgets.create(app, "migrate", "Degraded")
-    subresources.put(app, "lifecycle", {"preApply": [[widgets.widget("migrate")]]})
+    subresources.put(app, "lifecycle", widgets.pre_apply_hook())
     app.wait_applied("False", "HookFailed")
     subresources.delete(app, "lifecycle")
 

@@ -164,7 +164,7 @@ def unpin_and_request(app: App) -> None:
 
 
 def add_a_hook(app: App) -> None:
-    app.annotate({LIFECYCLE: json.dumps({"preApply": [[widgets.widget(HOOK)]]})})  # no event
+    app.annotate({LIFECYCLE: json.dumps(widgets.pre_apply_hook(HOOK))})  # no event
 
 
 def complete_the_hook(app: App) -> None:

@@ -605,7 +605,7 @@ class HookFailed(NotTransient):
     def start(self, releases: Releases, sync_policy: Obj) -> App:
         app = App(releases, NAME)
         app.set_content("v1")
-        hooks = json.dumps({"preApply": [[widgets.widget(self.hook)]]})
+        hooks = json.dumps(widgets.pre_apply_hook(self.hook))
         create_release(app, sync_policy, self.annotations({LIFECYCLE: hooks}))
         return app
 
@@ -638,7 +638,7 @@ class WaitingForHooks(NewRender):
     after_periodic = ("False", "WaitingForHooks")
 
     def start(self, releases: Releases, sync_policy: Obj) -> App:
-        hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
+        hooks = json.dumps(widgets.pre_apply_hook())
         annotations = self.annotations({LIFECYCLE: hooks})
         return releases.app(NAME, sync_policy=sync_policy, annotations=annotations)
 

@@ -379,7 +379,7 @@ HOOK_WAITS = {
         {"content": "v1"},
         (widgets.widget("worker"),),
     ),
-    "preApply": HookWait({"preApply": [[widgets.widget("migrate")]]}, "WaitingForHooks", None),
+    "preApply": HookWait(widgets.pre_apply_hook(), "WaitingForHooks", None),
 }
 
 
@@ -436,7 +436,7 @@ NOT_YET = {
         lambda app: app.annotate({PIN: None}),  # through the main resource: no event
     ),
     "HookFailed": NotYet(
-        {"annotations": {LIFECYCLE: json.dumps({"preApply": [[widgets.widget(FAILING_HOOK)]]})}},
+        {"annotations": {LIFECYCLE: json.dumps(widgets.pre_apply_hook(FAILING_HOOK))}},
         lambda app: widgets.set_health(app, FAILING_HOOK, "Healthy"),  # no event either
         degraded_hook,
     ),
@@ -726,7 +726,7 @@ def render_turning_healthy(releases: Releases) -> tuple[App, Callable[[], object
 
 
 def hook_batch_completing(releases: Releases) -> tuple[App, Callable[[], object]]:
-    hooks = json.dumps({"preApply": [[widgets.widget("migrate")]]})
+    hooks = json.dumps(widgets.pre_apply_hook())
     app = releases.app("web", sync_policy=AUTOMATIC, annotations={LIFECYCLE: hooks})
     app.wait_applied("False", "WaitingForHooks")
     return app, lambda: widgets.set_health(app, "migrate", "Healthy")

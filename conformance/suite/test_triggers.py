@@ -543,7 +543,7 @@ def _mutation(app: App):
 
 
 def _lifecycle(app: App):
-    hooks = {"preApply": [[widgets.widget("migrate")]]}
+    hooks = widgets.pre_apply_hook()
     return hooks, lambda: widgets.exists(app, "migrate")
 
 
