@@ -21,12 +21,15 @@ from conformance.clusters import pki
 from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.ports import LOOPBACK, reserve_port
 from conformance.install import manifests
+from conformance.kube import raw_request
 from conformance.polling import poll_until
 from convoyapi import API_SERVICE, SUBRESOURCE_GROUP, SUBRESOURCE_VERSION
 
 NAMESPACE = "convoy-system"
 SERVICE = "convoy-subresources"
 AVAILABLE_TIMEOUT = 90.0
+#: What the aggregator answers while it cannot reach the server behind an APIService.
+UNAVAILABLE = 503
 
 Obj = dict[str, Any]
 
@@ -117,6 +120,21 @@ def wait_available(api: client.ApiClient, timeout: float = AVAILABLE_TIMEOUT) ->
         return TimeoutError(f"APIService {API_SERVICE} not Available after {timeout:g} s ({said})")
 
     poll_until(is_available, timeout=timeout, step=0.2, failure=unavailable)
+    return time.monotonic() - started
+
+
+def wait_served(api: client.ApiClient, timeout: float = AVAILABLE_TIMEOUT) -> float:
+    """Seconds until the kube-apiserver reaches the subresource API's server again (its
+    discovery answers anything but 503) after a restart of the controller: the APIService's
+    Available condition lags a new pod, and the aggregator answers 503 meanwhile."""
+    path = f"/apis/{SUBRESOURCE_GROUP}/{SUBRESOURCE_VERSION}"
+    started = time.monotonic()
+    poll_until(
+        lambda: raw_request(api, "GET", path).status != UNAVAILABLE,
+        timeout=timeout,
+        step=0.2,
+        failure=lambda: TimeoutError(f"{path} still answers 503 after {timeout:g} s"),
+    )
     return time.monotonic() - started
 
 
