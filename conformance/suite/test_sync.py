@@ -720,8 +720,7 @@ def test_a_wave_completed_by_an_apply_sends_the_next_wave_a_sync(
 
 
 def render_turning_healthy(releases: Releases) -> tuple[App, Callable[[], object]]:
-    app = releases.app("web", sync_policy=AUTOMATIC, extra=[widgets.widget("worker")])
-    app.wait_applied("True", "Applied")
+    app = applied_automatic_app(releases, extra=[widgets.widget("worker")])
     return app, lambda: widgets.set_health(app, "worker", "Healthy")
 
 
