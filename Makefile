@@ -20,17 +20,22 @@ SUITE_WORKERS ?= 12
 # this project's CI, root, Debian); system: this machine's Docker and kind with the pinned
 # kindest/node (GitHub's runners).
 KIND_ENGINE ?= own
+# On the system's Docker; with KIND_ENGINE=own the kind-host tests run the whole suite on the
+# cluster they share (tests/kindhost/test_whole_suite_on_kind.py).
 KIND_WORKERS ?= 4
 KIND_REPORT := reports/kind
 KINDHOST := $(BIN)/python -P -m conformance.kindhost
 
-.PHONY: conformance certify test test-kind kindhost-packages browser-packages lint binaries mutants soak
+.PHONY: venv conformance certify test test-project test-kill test-kind kindhost-packages browser-packages lint binaries mutants soak
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --editable '.[dev]'
 	touch $@
+
+# The project's venv alone: what a kind or existing cluster needs (no Go, no local binaries).
+venv: $(BIN)/.installed
 
 # Real etcd, kube-apiserver, kube-controller-manager and kubectl: cached, or built once with Go.
 binaries: $(BIN)/.installed
@@ -47,10 +52,25 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# `make test` times each stage and prints a table of them at the end, pass or fail.
+STAGES := reports/stages.jsonl
+stage = $(PYTHON) -P benchmarks/stages.py run $(STAGES) $(1) --
+MAKE_STAGE := $(MAKE) --no-print-directory
+
 # The kill run's baseline is the whole suite on the reference controller.
-test: lint binaries browser-packages
+test:
+	@$(PYTHON) -P benchmarks/stages.py begin $(STAGES); status=0; \
+	$(call stage,"set-up: venv + binaries + Chromium") $(MAKE_STAGE) binaries browser-packages \
+	&& $(call stage,lint) $(MAKE_STAGE) lint \
+	&& $(call stage,"project tests (local, $(WORKERS) workers)") $(MAKE_STAGE) test-project \
+	&& $(call stage,"kind") $(MAKE_STAGE) test-kind \
+	&& $(call stage,"kill run") $(MAKE_STAGE) test-kill \
+	|| status=$$?; $(PYTHON) -P benchmarks/stages.py table $(STAGES); exit $$status
+
+test-project: $(BIN)/.installed
 	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not mutation and not kindhost" $(ARGS)
-	$(MAKE) test-kind
+
+test-kill: binaries
 	$(BIN)/pytest tests/mutation $(TEST_CLUSTER) -m mutation -s $(ARGS)
 
 # What a Debian host needs for the kind host's engine: Debian's dockerd (and runc), debootstrap.
@@ -68,12 +88,10 @@ browser-packages:
 # The engine goes down again whatever the tests did; its images stay cached in ~/.cache.
 test-kind: binaries $(if $(filter own,$(KIND_ENGINE)),kindhost-packages)
 ifeq ($(KIND_ENGINE),own)
-	$(KINDHOST) up
+	$(call stage,"engine up (its images built when missing)") $(KINDHOST) up
 	status=0; export $$($(KINDHOST) env); options="$$($(KINDHOST) options)"; \
-	$(BIN)/pytest tests/kindhost -m kindhost $$options $(ARGS) \
-	  && $(BIN)/convoy-conformance run $$options $(FAST) -n $(KIND_WORKERS) \
-	     --report-dir $(KIND_REPORT) $(ARGS) \
-	  && $(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml \
+	$(call stage,"kind-host tests (the whole suite on kind among them)") \
+	  $(BIN)/pytest tests/kindhost -m kindhost --durations=0 $$options $(ARGS) \
 	  || status=$$?; $(KINDHOST) down; exit $$status
 else
 	$(BIN)/convoy-conformance run --cluster=kind $(FAST) -n $(KIND_WORKERS) \
@@ -81,8 +99,9 @@ else
 	$(BIN)/convoy-conformance verify-report --results-only $(KIND_REPORT)/conformance-report.yaml
 endif
 
+# Every mutant, the combined variant and each variant alone.
 mutants: binaries
-	$(BIN)/convoy-conformance mutants --run $(TEST_CLUSTER) $(FAST) $(ARGS)
+	$(BIN)/convoy-conformance mutants --run --each-variant $(TEST_CLUSTER) $(FAST) $(ARGS)
 
 # The whole suite ten times in a row on the local control plane; every run must pass.
 soak: binaries

@@ -5,9 +5,12 @@ timing.py: early, late, ratio) are set from these figures.
 Runs the whole suite (12 workers, a 30 s resync) with the measured tables printed, reads every
 backoff retry and interval gap from them, and prints, per kind, how much sooner and later than
 expected they came: the minimum, the median, the 95th percentile and the maximum, in seconds,
-and writes them as JSON.
+and writes them as JSON. `--runs N` runs N whole suites side by side (the kill run's runs that
+must pass: the baseline and the combined variant, `--runs 2 --workers 6`) and pools their
+figures.
 
-    .venv/bin/python -m benchmarks.timing_spread [--workers 12] [--out reports/timing-spread.json]
+    .venv/bin/python -m benchmarks.timing_spread [--workers 12] [--runs 1]
+        [--out reports/timing-spread.json]
 """
 
 from __future__ import annotations
@@ -55,18 +58,37 @@ def summary(values: list[float]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=DEV_WORKERS)
+    parser.add_argument("--runs", type=int, default=1, help="whole suites side by side")
     parser.add_argument("--out", type=Path, default=Path("reports/timing-spread.json"))
     args = parser.parse_args()
     argv = [sys.executable, "-m", "conformance.cli", "run", "--timing", "controller_resync=30s"]
-    argv += ["-n", str(args.workers), "-rP", "--report-dir=reports"]
-    run = subprocess.run(argv, capture_output=True, text=True, check=False)
-    figures = {kind: summary(v) for kind, v in excesses(run.stdout).items() if v}
-    figures["suite_exit_code"] = run.returncode
+    argv += ["-n", str(args.workers), "-rP"]
+    report_dirs = [Path(f"reports/timing-spread-{n}") for n in range(args.runs)]
+    for report_dir in report_dirs:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    # Each run's output to a file of its own: pipes read one after another could fill up.
+    logs = [(report_dir / "output.log").open("w+") for report_dir in report_dirs]
+    runs = [
+        subprocess.Popen(
+            [*argv, f"--report-dir={report_dir}"], stdout=log, stderr=subprocess.DEVNULL
+        )
+        for report_dir, log in zip(report_dirs, logs, strict=True)
+    ]
+    pooled: dict[str, list[float]] = {}
+    for run, log in zip(runs, logs, strict=True):
+        run.wait()
+        log.seek(0)
+        for kind, values in excesses(log.read()).items():
+            pooled.setdefault(kind, []).extend(values)
+        log.close()
+    figures: dict[str, object] = {kind: summary(v) for kind, v in pooled.items() if v}
+    figures["workers"], figures["runs"] = args.workers, args.runs
+    figures["suite_exit_codes"] = [run.returncode for run in runs]
     for kind, numbers in figures.items():
         print(f"{kind:16} {numbers}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(figures, indent=2))
-    return run.returncode
+    return max(run.returncode for run in runs)
 
 
 if __name__ == "__main__":

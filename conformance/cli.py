@@ -74,8 +74,13 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     if not args.run:
         return _list_mutants(chosen, as_json=args.json)
     # Mutants only a certifying phase can kill: the shipped phase's run a few minutes, the
-    # long phase's about 40 minutes each (--long).
-    runs = [m for m in chosen if args.long or m.phase != "long"]
+    # long phase's about 40 minutes each (--long). The variants alone only when asked.
+    runs = [
+        m
+        for m in chosen
+        if (args.long or m.phase != "long")
+        and (args.only or args.each_variant or not m.benign or m.combined)
+    ]
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
 
@@ -312,8 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument(
         "--workers",
         type=int,
-        default=2,
-        help="xdist workers of the runs of the whole suite (the baseline and the variants)",
+        default=6,
+        help="xdist workers of each run of the whole suite (the baseline and the variants); "
+        f"they run {mutation.MUST_PASS_WORKERS} workers' worth at a time",
+    )
+    mutants.add_argument(
+        "--each-variant",
+        action="store_true",
+        help="also run each benign variant alone (by default only the combined one runs, "
+        "which has them all)",
     )
     mutants.add_argument("--workdir", default="reports/mutants", help="logs and JUnit files")
     mutants.add_argument(

@@ -3,8 +3,9 @@
 A mutant is killed when at least one test of its clauses FAILS (an assertion about the rule);
 an error (a fixture or the harness breaking, the controller crashing) is not a kill. The whole
 suite first runs against the unmutated reference controller (the baseline): it must pass, so
-that no kill is false. Each benign variant runs the whole suite too (the example tests and one
-shard of the model-based run) and must pass it.
+that no kill is false. The combined variant (every benign difference at once) runs the whole
+suite too and must pass it; each variant alone does the same when asked (the example tests and
+one shard of the model-based run each, in turn).
 
 A mutant runs its clauses' example tests, not the model-based run (minutes, and it names many
 clauses): its power is measured by a kill table of its own, `--tests` its module.
@@ -64,6 +65,10 @@ class Outcome:
 
 #: The name of the run of the whole suite against the reference controller.
 BASELINE = "baseline"
+#: The xdist workers that the runs which must pass share, as many runs at a time as they fill:
+#: a development run's (the Makefile's SUITE_WORKERS), whose timing spread is measured
+#: (benchmarks/timing_spread.py). More would load the machine under their timing tests.
+MUST_PASS_WORKERS = 12
 
 
 def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
@@ -199,17 +204,19 @@ def jobs(
     workers: int,
     tests: list[str] | None = None,
 ) -> list[Job]:
-    """The baseline and each benign variant run the whole suite and must pass it; a mutant
-    runs the tests of its clauses and stops at the first failure (a kill). With `tests`, every
-    run runs those instead (the kill table of one part, the model-based run say). Longest
-    first, so that the runs at a time stay busy to the end."""
+    """The baseline and each benign variant run the whole suite and must pass it (the baseline
+    and the combined variant every shard of the model-based run, a variant alone one of them);
+    a mutant runs the tests of its clauses and stops at the first failure (a kill). With
+    `tests`, every run runs those instead (the kill table of one part, the model-based run
+    say). Longest first, so that the runs at a time stay busy to the end."""
     whole = ["-n", str(workers)]
     everything = tests or [str(suite_dir)]
     found = [Job(BASELINE, everything, None, whole)]
-    variants = [m for m in mutants if m.benign]
+    found += [Job(m.name, everything, m, whole) for m in mutants if m.benign and m.combined]
+    alone = [m for m in mutants if m.benign and not m.combined]
     found += [
         Job(m.name, everything, m, whole if tests else [*whole, *one_model_shard(n)])
-        for n, m in enumerate(variants)
+        for n, m in enumerate(alone)
     ]
     chosen = [m for m in mutants if not m.benign]
     for mutant in sorted(chosen, key=lambda m: m.phase is None):
@@ -239,11 +246,11 @@ def kill_run(
         tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
     everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests)
     outcomes: list[Outcome] = []
-    for batch in (
-        [job for job in everything if job.must_pass],
-        [job for job in everything if not job.must_pass],
+    for batch, width in (
+        ([job for job in everything if job.must_pass], max(1, MUST_PASS_WORKERS // workers)),
+        ([job for job in everything if not job.must_pass], parallel),
     ):
-        with ThreadPoolExecutor(max_workers=parallel) as pool:
+        with ThreadPoolExecutor(max_workers=width) as pool:
             futures = [
                 pool.submit(
                     run_selection,

@@ -37,8 +37,16 @@ class Mutant:
     def benign(self) -> bool:
         return not self.clauses
 
+    @property
+    def combined(self) -> bool:
+        return self.name == COMBINED
+
 
 REGISTRY: dict[str, Mutant] = {}
+#: The benign variant with every other benign difference at once: the one CI runs the whole
+#: suite against (a controller with all of them is the harder test of false failures); each
+#: variant alone runs in `make mutants`.
+COMBINED = "combined"
 
 
 def mutant(
@@ -85,3 +93,9 @@ def load() -> dict[str, Mutant]:
     for module in MODULES:
         importlib.import_module(f"mutants.{module}")
     return REGISTRY
+
+
+def parts_of_combined() -> list[Mutant]:
+    """The variants the combined one is made of: every other benign variant, so that a new
+    benign difference joins it by being registered."""
+    return [entry for entry in load().values() if entry.benign and not entry.combined]

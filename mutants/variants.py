@@ -8,7 +8,7 @@ from typing import Any
 
 from convoy import apply, controller, observer, reconciler
 from convoy.api import Reason
-from mutants import variant
+from mutants import COMBINED, parts_of_combined, variant
 from mutants.patching import wrap
 
 Obj = dict[str, Any]
@@ -70,3 +70,10 @@ def extra_labels() -> None:
 def slower_observer() -> None:
     """The observer assesses health every 3 seconds instead of 2."""
     observer.PERIOD = 3.0
+
+
+@variant(COMBINED)
+def combined() -> None:
+    """Every other benign variant at once."""
+    for part in parts_of_combined():
+        part.apply()

@@ -319,12 +319,15 @@ def test_every_make_target_names_its_cluster_provider() -> None:
     """`auto` picks kind wherever kind and Docker are (GitHub's runners): never left to it.
     The kind stage of `make test` takes its options from conformance.kindhost (--cluster=kind
     among them), or names --cluster=kind on the system's Docker."""
+    stages = ("test-project", "test-kind", "test-kill")
+    test = "\n".join(make_commands("test"))
+    assert all(f"make --no-print-directory {stage}" in test for stage in stages), test
     suite_runs = [
         line
-        for line in make_commands("test", "conformance", "certify", "mutants")
+        for line in make_commands(*stages, "conformance", "certify", "mutants")
         if re.search(r"/(pytest|convoy-conformance (run|certify|mutants))\b", line)
     ]
-    assert len(suite_runs) == 7, suite_runs
+    assert len(suite_runs) == 6, suite_runs  # and the whole suite on kind: tests/kindhost
     for line in suite_runs:
         assert "--cluster=local" in line or "$options" in line, line
     system = make_commands("test-kind", KIND_ENGINE="system")

@@ -1,4 +1,9 @@
-"""Tests on the kind host's engine: `make test-kind` starts it and passes its options."""
+"""Tests on the kind host's engine: `make test-kind` starts it and passes its options.
+
+They share one kind cluster (a cluster's creation is the longest part of most of them): the
+vendor's way in first, then the in-cluster run, then the whole suite, and last the kernel
+settings' check, which ends the cluster's life (ORDER).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import yaml
 from conformance.clusters.kind import KindProvider
 from conformance.install import kind_commands, on_kind
 from conformance.kindhost.engine import Engine, host_address
+from tests.kindhost.settings import kernel_settings
 
 
 @pytest.fixture(scope="session")
@@ -41,11 +47,64 @@ def own_kind_cluster(config: pytest.Config, name: str) -> KindProvider:
     )
 
 
-#: The composite action's own cluster name (its steps name it); the other kind-host tests
-#: share the cluster.
+#: The composite action's own cluster name (its steps name it); every kind-host test runs on it.
 CLUSTER = "convoy-conformance"
 #: A "vendor" controller: the reference image under another name.
 VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
+#: The order of the modules: each leaves the cluster as it found it; the last deletes it.
+MODULE_ORDER = (
+    "test_vendor_on_kind",
+    "test_in_cluster",
+    "test_whole_suite_on_kind",
+    "test_kernel_settings",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        module = item.nodeid.partition("::")[0].rpartition("/")[2].removesuffix(".py")
+        return MODULE_ORDER.index(module) if module in MODULE_ORDER else -1
+
+    items.sort(key=rank)
+
+
+@dataclass
+class SharedCluster:
+    """The kind-host tests' cluster, and this machine's kernel settings before it existed."""
+
+    cluster: KindProvider
+    settings_before: dict[str, str]
+    #: the suite's options that reach this engine's cluster (with --cluster=kind)
+    kind_options: list[str]
+
+    def end(self) -> None:
+        self.cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(engine: Engine, pytestconfig: pytest.Config) -> Iterator[SharedCluster]:
+    before = kernel_settings()
+    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
+    option = pytestconfig.getoption
+    try:
+        subprocess.run(
+            [str(cluster.kubectl_path), f"--kubeconfig={cluster.kubeconfig}", "wait",
+             "--for=condition=Ready", "node", "--all", "--timeout=180s"],
+            check=True,
+        )  # fmt: skip
+        yield SharedCluster(
+            cluster,
+            before,
+            [
+                f"--kind-image={option('kind_image')}",
+                f"--kind-bin={cluster.kind_path}",
+                f"--kind-kubectl-bin={cluster.kubectl_path}",
+                "--kind-node-address",
+                f"--callback-host={host_address()}",
+            ],
+        )
+    finally:
+        cluster.stop()  # once more, should a test have failed before the last one
 
 
 @dataclass
@@ -75,31 +134,14 @@ def convoy_conformance(*args: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def vendor(
-    engine: Engine, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Vendor]:
-    """The vendor's image built and its manifests written, on a cluster of the tests' own;
-    each test installs and uninstalls the controller its own way."""
-    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
-    try:
-        subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
-        manifests = on_kind.write_overlay(
-            tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
-        )
-        option = pytestconfig.getoption
-        yield Vendor(
-            cluster,
-            manifests,
-            [
-                f"--kind-image={option('kind_image')}",
-                f"--kind-bin={cluster.kind_path}",
-                f"--kind-kubectl-bin={cluster.kubectl_path}",
-                "--kind-node-address",
-                f"--callback-host={host_address()}",
-            ],
-        )
-    finally:
-        cluster.stop()
+def vendor(shared_cluster: SharedCluster, tmp_path_factory: pytest.TempPathFactory) -> Vendor:
+    """The vendor's image built and its manifests written; each test installs and uninstalls
+    the controller its own way."""
+    subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
+    manifests = on_kind.write_overlay(
+        tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
+    )
+    return Vendor(shared_cluster.cluster, manifests, shared_cluster.kind_options)
 
 
 def clause_results(rule_ids: str | tuple[str, ...], report: Path) -> dict[str, str]:

@@ -101,3 +101,4 @@ def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
     )
     results = clause_results("MODE-1", reports / "conformance-report.yaml")
     assert set(results.values()) == {"passed"}, results
+    vendor.kubectl("delete", "--wait", "-k", str(vendor.manifests))

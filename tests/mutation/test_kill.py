@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance import catalog
-from mutants import load
+from mutants import COMBINED, load, parts_of_combined
 
 pytestmark = pytest.mark.mutation
 
@@ -38,7 +38,9 @@ def test_the_variants_the_document_allows_are_there() -> None:
         "other-messages",
         "extra-labels",
         "slower-observer",
+        COMBINED,
     }
+    assert {part.name for part in parts_of_combined()} == variants - {COMBINED}
 
 
 @pytest.mark.timeout(5400)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -13,7 +14,7 @@ from benchmarks.kill_run_time import breakdown
 from conformance import model_profiles, mutation
 from conformance.cli import SUITE_DIR
 from conformance.mutation import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
-from mutants import load
+from mutants import COMBINED, load, parts_of_combined
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -66,16 +67,19 @@ def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> No
     assert set(map(tuple, given.values())) == {(model_run,)}
 
 
-def test_each_benign_variant_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
-    """The baseline runs every shard; the variants' runs share them out, all of them."""
+def test_each_benign_variant_alone_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
+    """The baseline and the combined variant run every shard; the variants alone share them
+    out, all of them."""
     variants = [m for m in load().values() if m.benign]
-    runs = jobs(variants, Path("suite"), {}, 2)
-    assert "-k" not in runs[0].options
+    runs = {job.name: job for job in jobs(variants, Path("suite"), {}, 2)}
+    assert "-k" not in runs["baseline"].options
+    assert "-k" not in runs[COMBINED].options
+    alone = [job for job in runs.values() if job.mutant and not job.mutant.combined]
     kept = {
         int(job.options[job.options.index("-k") + 1].rpartition("[")[2].rstrip("]"))
-        for job in runs[1:]
+        for job in alone
     }
-    assert len(variants) >= model_profiles.SHARDS
+    assert len(alone) >= model_profiles.SHARDS
     assert kept == set(range(model_profiles.SHARDS))
     with_tests = jobs(variants, Path("suite"), {}, 2, ["suite/test_x.py"])
     assert all("-k" not in job.options for job in with_tests)
@@ -118,3 +122,16 @@ def test_the_mutants_start_when_the_runs_that_must_pass_have_ended(
     mutation.kill_run(chosen, SUITE_DIR, Path("work"), [], 4, 2, lambda _: None)
     must_pass_ended = max(spans[n][1] for n in ("baseline", "one-worker", "slower-reconcile"))
     assert spans["sub-second-comparison"][0] >= must_pass_ended
+
+
+def test_the_combined_variant_applies_every_other_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A benign difference joins the combined variant by being registered."""
+    registry = load()
+    applied: list[str] = []
+    for part in parts_of_combined():
+        stand_in = dataclasses.replace(part, apply=lambda name=part.name: applied.append(name))
+        monkeypatch.setitem(registry, part.name, stand_in)
+    registry[COMBINED].apply()
+    variants = {m.name for m in registry.values() if m.benign}
+    assert sorted(applied) == sorted(variants - {COMBINED})
+    assert len(applied) >= 6
