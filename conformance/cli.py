@@ -24,6 +24,9 @@ from conformance.timing import LONG_RESYNC
 SUITE_DIR = Path(__file__).parent / "suite"
 #: `run --in-cluster`: the suite as a Job in the cluster under test (conformance.incluster).
 IN_CLUSTER = "--in-cluster"
+#: What each test printed (the measured ladders and periods) goes into the JUnit file too: the
+#: installed kit has no ini file that would say so (a checkout's pyproject.toml does).
+KEEP_PRINTED = ("-o", "junit_logging=system-out")
 
 
 def _binaries(args: argparse.Namespace) -> int:
@@ -161,7 +164,8 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     paths = [] if any(_names_tests(a) for a in extra) else [str(SUITE_DIR)]
     # Live log lines say what each long wait is for; xdist workers cannot show them.
     live = [] if "-n" in extra else ["-o", "log_cli=true", "-o", "log_cli_level=INFO"]
-    return int(pytest.main([*paths, "-p", "no:cacheprovider", *live, *report, *extra]))
+    argv = [*paths, "-p", "no:cacheprovider", *KEEP_PRINTED, *live, *report, *extra]
+    return int(pytest.main(argv))
 
 
 def in_cluster_parser() -> argparse.ArgumentParser:
@@ -253,7 +257,14 @@ def _certify(args: argparse.Namespace, extra: list[str]) -> int:
         started = time.monotonic()
         # -P: the working directory (a vendor's workspace) must not shadow the suite's packages.
         argv = [sys.executable, "-P", "-m", "pytest", str(SUITE_DIR), "-p", "no:cacheprovider"]
-        argv += ["-m", report.PHASES[phase], f"--certify-phase={phase}", *options, *extra]
+        argv += [
+            *KEEP_PRINTED,
+            "-m",
+            report.PHASES[phase],
+            f"--certify-phase={phase}",
+            *options,
+            *extra,
+        ]
         print(f"certify: phase {phase}: {' '.join(argv[4:])}", flush=True)
         code = subprocess.run(argv, check=False).returncode
         print(

@@ -7,6 +7,7 @@ and the project's own `pytest tests` share one set of fixtures.
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from conformance.session import (
     kind_provider,
     provider_choice,
 )
+from conformance.timing import TEST_TIMEOUT
 from conformance.turns import STOPS_CONTROLLER
 from conformance.verify import test_key
 
@@ -102,6 +104,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the Deployment that runs the controller under test (with --convoy-install none "
         "or PATH): the restart rule scales it to zero and back. Default with PATH: the one "
         "Deployment of the manifests; without it the restart rule is not checked",
+    )
+    group.addoption(
+        "--convoy-controller-container",
+        default=None,
+        metavar="NAME",
+        help="the container of that Deployment that runs the controller, when it runs more "
+        "than one (a sidecar): the long phase of a certifying run sets its --resync",
     )
     group.addoption("--convoy-mutant", default=None, help=argparse.SUPPRESS)
     group.addoption(
@@ -222,6 +231,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 TEST_BODY_ONLY = pytest.mark.timeout(func_only=True)
 
 
+def default_timeout_mark(config: pytest.Config) -> pytest.MarkDecorator:
+    """The mark of a test without its own: the limit configured for the run, else the suite's
+    (the installed kit has no ini file that would set one)."""
+    configured = (
+        config.getoption("timeout", None) is not None
+        or os.environ.get("PYTEST_TIMEOUT")
+        or config.getini("timeout")
+    )
+    return TEST_BODY_ONLY if configured else pytest.mark.timeout(TEST_TIMEOUT, func_only=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every clause a test names must be in the catalog (a bare rule ID is not a clause); with
     --rerun-failed, only the tests the report lists as failed run (conformance.scheduling
@@ -232,9 +252,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         chosen = {item.nodeid: test_key(item.nodeid) in failed for item in items}
         config.hook.pytest_deselected(items=[item for item in items if not chosen[item.nodeid]])
         items[:] = [item for item in items if chosen[item.nodeid]]
+    default_timeout = default_timeout_mark(config)
     for item in items:
         if item.get_closest_marker("timeout") is None:
-            item.add_marker(TEST_BODY_ONLY)
+            item.add_marker(default_timeout)
         unknown = catalog.unknown_ids(catalog.clauses_of(item))
         if unknown:
             rules = [catalog.BY_ID[i] for i in unknown if i in catalog.BY_ID]

@@ -22,6 +22,10 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 LONG_RESYNC = 3000.0
 #: The document's default resync period (flag --resync).
 DOCUMENT_RESYNC = 120.0
+#: pytest-timeout's limit on a test's body where neither --timeout, PYTEST_TIMEOUT nor an ini
+#: file sets one (the installed kit has no ini): long enough for the slowest test of a
+#: development run, which marks its own where it needs more.
+TEST_TIMEOUT = 600.0
 
 
 def parse_seconds(value: object) -> float:

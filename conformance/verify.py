@@ -50,8 +50,9 @@ Expected = dict[str, list[str]]
 
 @functools.cache
 def this_suite() -> Expected:
-    """The tests of each clause in this kit's suite (collected in a process of its own)."""
-    argv = [sys.executable, "-m", "conformance.cli", "rules", "--json"]
+    """The tests of each clause in this kit's suite (collected in a process of its own; -P: a
+    package of the working directory, a vendor's own `conformance/`, must not shadow the kit)."""
+    argv = [sys.executable, "-P", "-m", "conformance.cli", "rules", "--json"]
     listed = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     return {c["id"]: c["tests"] for rule in listed["rules"] for c in rule["clauses"]}
 

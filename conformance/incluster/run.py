@@ -8,9 +8,12 @@ import base64
 import io
 import sys
 import tarfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import urllib3
 from kubernetes import client
 
 from conformance.clusters.kubeconfig import api_client
@@ -19,6 +22,10 @@ from conformance.kube import dynamic_api, read_or_none
 from conformance.polling import poll_until
 
 POD_START_TIMEOUT = 300.0
+LOG_CONNECT_TIMEOUT = 30.0
+#: A followed log silent this long is opened again: the long phase prints nothing for ~40
+#: minutes, and a load balancer may drop an idle connection without a word.
+LOG_IDLE_TIMEOUT = 60.0
 #: After the Job's deadline, the cluster needs a moment to mark it Failed.
 JOB_END_GRACE = 60.0
 POLL_STEP = 1.0
@@ -43,7 +50,7 @@ def run_in_cluster(
                 created.append(obj)
             print(f"in-cluster: run {spec.run_id} in namespace {spec.namespace}", file=out)
             pod = _wait_started(api, spec)
-            _follow_log(api, spec.namespace, pod, out)
+            _follow_log(api, spec, pod, out)
             _wait_ended(api, spec)
             return _bring_back(api, spec, report_dir, out)
         finally:
@@ -128,17 +135,96 @@ def _wait_started(api: client.ApiClient, spec: objects.RunSpec) -> str:
     )
 
 
-def _follow_log(api: client.ApiClient, namespace: str, pod: str, out: TextIO) -> None:
+def _follow_log(api: client.ApiClient, spec: objects.RunSpec, pod: str, out: TextIO) -> None:
     """Print the suite's output as it comes, until its container ends."""
-    response = client.CoreV1Api(api).read_namespaced_pod_log(
-        pod, namespace, container=objects.CONTAINER, follow=True, _preload_content=False
+    core, namespace = client.CoreV1Api(api), spec.namespace
+
+    def open_stream() -> Iterator[bytes]:
+        response = core.read_namespaced_pod_log(
+            pod,
+            namespace,
+            container=objects.CONTAINER,
+            follow=True,
+            timestamps=True,
+            _preload_content=False,
+            _request_timeout=(LOG_CONNECT_TIMEOUT, LOG_IDLE_TIMEOUT),
+        )
+        try:
+            yield from response.stream(4096)
+        finally:
+            response.release_conn()
+
+    def ended() -> bool:
+        found = read_or_none(lambda: core.read_namespaced_pod(pod, namespace))
+        return found is None or _container_ended(found)
+
+    follow_log(open_stream, ended, out, timeout=spec.deadline + JOB_END_GRACE)
+
+
+def follow_log(
+    open_stream: Callable[[], Iterable[bytes]],
+    ended: Callable[[], bool],
+    out: TextIO,
+    *,
+    timeout: float,
+) -> None:
+    """Print a followed log (its lines timestamped by the kubelet) as it comes, until its
+    container has ended and the stream is read to its end. A stream that goes silent for
+    LOG_IDLE_TIMEOUT or breaks (a load balancer in between drops idle connections, or resets
+    them) is opened again, and its lines up to the last one printed are skipped: the run goes
+    on, and what decides it is the Job (`_wait_ended`), never its log."""
+    printed = LogPosition()
+
+    def read_on() -> bool:
+        try:
+            printed.print_new(open_stream(), out)
+        except (urllib3.exceptions.HTTPError, OSError, client.ApiException) as broke:
+            print(f"in-cluster: the log stream broke ({broke!r}); reading it again", file=out)
+            return False
+        return ended()
+
+    poll_until(
+        read_on,
+        timeout=timeout,
+        step=POLL_STEP,
+        failure=lambda: InClusterError(f"the suite's log did not end within {timeout:.0f} s"),
     )
-    try:
-        for chunk in response.stream(4096):
-            out.write(chunk.decode(errors="replace"))
+
+
+@dataclass
+class LogPosition:
+    """How far a log has been printed: the last line's timestamp, and how many lines with that
+    very timestamp (the kubelet's are to the nanosecond, but two lines may share one)."""
+
+    timestamp: str = ""
+    at_timestamp: int = 0
+
+    def print_new(self, chunks: Iterable[bytes], out: TextIO) -> None:
+        """Print the lines after this position (a line cut short by a broken stream is read
+        again with the next one)."""
+        pending, seen_at_last = b"", 0
+        for chunk in chunks:
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                stamp, _, text = line.decode(errors="replace").partition(" ")
+                if stamp < self.timestamp:
+                    continue
+                if stamp == self.timestamp:
+                    seen_at_last += 1
+                    if seen_at_last <= self.at_timestamp:
+                        continue
+                    self.at_timestamp += 1
+                else:
+                    self.timestamp, self.at_timestamp, seen_at_last = stamp, 1, 1
+                out.write(text + "\n")
             out.flush()
-    finally:
-        response.release_conn()
+
+
+def _container_ended(pod: Any) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed") or any(
+        status.name == objects.CONTAINER and status.state.terminated is not None
+        for status in pod.status.container_statuses or []
+    )
 
 
 def _job_finished(job: Any) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubernetes import client
 
@@ -63,6 +63,13 @@ def rolled_out(deployment: Any) -> bool:
     )
 
 
+class ContainerArgs(NamedTuple):
+    """A container's name and args as the long phase found them (JSON between the workers)."""
+
+    container: str
+    args: list[str]
+
+
 @dataclass
 class DeploymentController:
     """The controller under test as the Deployment `namespace/name`, stopped by scaling to 0."""
@@ -77,15 +84,20 @@ class DeploymentController:
     selector: str = ""
     #: time.monotonic() of the last start (0: started before the suite): the resync restarts
     started_at: float = 0.0
+    #: the name of the controller's container (--convoy-controller-container); None: the
+    #: Deployment's only container
+    container: str | None = None
 
     @classmethod
-    def named(cls, api: client.ApiClient, reference: str) -> DeploymentController:
+    def named(
+        cls, api: client.ApiClient, reference: str, container: str | None = None
+    ) -> DeploymentController:
         namespace, _, name = reference.partition("/")
         if not namespace or not name or "/" in name:
             raise DeploymentError(
                 f"--convoy-controller-deployment={reference!r}: expected NAMESPACE/NAME"
             )
-        return cls(api, namespace, name)
+        return cls(api, namespace, name, container=container)
 
     def __str__(self) -> str:
         return f"Deployment {self.namespace}/{self.name}"
@@ -122,29 +134,54 @@ class DeploymentController:
         self._wait_rolled_out()
         return self
 
-    def run_with_resync(self, seconds: float) -> list[str]:
+    def run_with_resync(self, seconds: float) -> ContainerArgs:
         """Restart the controller with --resync=<seconds>, the flag the document names, in the
-        args of the Deployment's first container (the long phase of a certifying run). It is
-        stopped first, so that no pod with the old flags reconciles meanwhile. Returns the args
-        it found, for `restore`."""
-        args = list(self._read().spec.template.spec.containers[0].args or [])
+        args of the controller's container (the long phase of a certifying run). It is stopped
+        first, so that no pod with the old flags reconciles meanwhile. Returns the container
+        and the args it found, for `restore`."""
+        container = self.controller_container()
+        found = ContainerArgs(container.name, list(container.args or []))
         self.stop()
-        self._set_args([*without_resync(args), f"--resync={seconds:g}s"])
+        self._set_args(found.container, [*without_resync(found.args), f"--resync={seconds:g}s"])
         self.start()
-        return args
+        return found
 
-    def restore(self, args: list[str] | None = None) -> None:
-        """Put back `args` (what run_with_resync found), and scale back to the replicas found
-        at attach if a test left it otherwise: the suite leaves the vendor's controller as it
-        found it, also after a failed restart."""
-        if args is not None:
-            self._set_args(args)
+    def restore(self, found: ContainerArgs | None = None) -> None:
+        """Put back what run_with_resync found, and scale back to the replicas found at attach
+        if a test left it otherwise: the suite leaves the vendor's controller as it found it,
+        also after a failed restart."""
+        if found is not None:
+            self._set_args(found.container, found.args)
         if self.replicas and self._read().spec.replicas != self.replicas:
             self._scale(self.replicas)
 
-    def _set_args(self, args: list[str]) -> None:
+    def controller_container(self) -> Any:
+        """The container that runs the controller: the one --convoy-controller-container
+        names, or the Deployment's only one (a sidecar must never get the controller's flag)."""
+        containers = self._read().spec.template.spec.containers
+        names = [container.name for container in containers]
+        if self.container is None and len(containers) == 1:
+            return containers[0]
+        if self.container in names:
+            return containers[names.index(self.container)]
+        said = f"--convoy-controller-container={self.container}: no such container; " * bool(
+            self.container
+        )
+        raise DeploymentError(
+            f"{self} runs containers {', '.join(names)}: {said}name the controller's with "
+            "--convoy-controller-container"
+        )
+
+    def _set_args(self, container: str, args: list[str]) -> None:
+        """Replace the args of `container`, found by name again: the patch tests the name at
+        that index, so that a template changed meanwhile is refused, never patched wrongly."""
+        names = [c.name for c in self._read().spec.template.spec.containers]
+        path = f"/spec/template/spec/containers/{names.index(container)}"
         # A list is sent as a JSON patch (application/json-patch+json).
-        patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": args}]
+        patch = [
+            {"op": "test", "path": f"{path}/name", "value": container},
+            {"op": "replace", "path": f"{path}/args", "value": args},
+        ]
         client.AppsV1Api(self.api).patch_namespaced_deployment(self.name, self.namespace, patch)
 
     def check(self) -> None:

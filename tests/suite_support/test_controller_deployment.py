@@ -25,7 +25,11 @@ NAME = "vendor-controller"
 LABELS = {"app.kubernetes.io/name": "vendor-convoy"}
 
 
-def controller_deployment(namespace: str) -> dict[str, Any]:
+SIDECAR = {"name": "kube-rbac-proxy", "image": "never-pulled:v0", "args": ["--secure-listen"]}
+CONTROLLER = {"name": "controller", "image": "never-pulled:v0", "args": ["--resync", "2m", "-v"]}
+
+
+def controller_deployment(namespace: str, containers: list[dict] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -38,7 +42,7 @@ def controller_deployment(namespace: str) -> dict[str, Any]:
             },
             "template": {
                 "metadata": {"labels": {**LABELS, "tier": "control"}},
-                "spec": {"containers": [{"name": "controller", "image": "never-pulled:v0"}]},
+                "spec": {"containers": containers or [CONTROLLER]},
             },
         },
     }
@@ -131,3 +135,43 @@ def test_a_label_selector_is_spelled_as_the_api_reads_it() -> None:
         ],
     )
     assert label_selector(selector) == "a=1,b=2,tier in (x,y),old notin (z),owned,!legacy"
+
+
+def deploy(
+    k8s: client.ApiClient, namespace: str, containers: list[dict], container: str | None = None
+) -> DeploymentController:
+    deployment = controller_deployment(namespace, containers)
+    client.AppsV1Api(k8s).create_namespaced_deployment(namespace, deployment)
+    return DeploymentController(k8s, namespace, NAME, timeout=60, container=container).attach()
+
+
+def args_of(deployed: DeploymentController) -> dict[str, list[str]]:
+    template = client.AppsV1Api(deployed.api).read_namespaced_deployment(NAME, deployed.namespace)
+    return {c.name: list(c.args or []) for c in template.spec.template.spec.containers}
+
+
+def test_the_long_phase_sets_the_controllers_resync_and_never_a_sidecars(
+    k8s: client.ApiClient, namespace: str, kubelet_stand_in: None
+) -> None:
+    """A sidecar listed before the controller (kube-rbac-proxy, as scaffolds put it) keeps its
+    args; the controller's --resync is replaced, and restored afterwards."""
+    deployed = deploy(k8s, namespace, [SIDECAR, CONTROLLER], container="controller")
+    found = deployed.run_with_resync(3000)
+    assert args_of(deployed) == {
+        "kube-rbac-proxy": SIDECAR["args"],
+        "controller": ["-v", "--resync=3000s"],
+    }
+    deployed.restore(found)
+    assert args_of(deployed) == {
+        "kube-rbac-proxy": SIDECAR["args"],
+        "controller": CONTROLLER["args"],
+    }
+
+
+def test_a_deployment_of_several_containers_needs_the_controllers_named(
+    k8s: client.ApiClient, namespace: str, kubelet_stand_in: None
+) -> None:
+    deployed = deploy(k8s, namespace, [SIDECAR, CONTROLLER])
+    with pytest.raises(DeploymentError, match="runs containers kube-rbac-proxy, controller"):
+        deployed.run_with_resync(3000)
+    assert args_of(deployed)["kube-rbac-proxy"] == SIDECAR["args"]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import fcntl
 import multiprocessing
+import time
 from pathlib import Path
 
+from conformance.fixtures.convoy import restart_with_resync
+from conformance.install.deployment import ContainerArgs
 from conformance.polling import poll_until
 from conformance.turns import ControllerTurns
 
@@ -124,3 +127,31 @@ def test_a_restart_one_worker_records_is_the_last_restart_every_worker_reads(
         process.start()
         process.join(DEADLINE)
     assert reader.last_restart() == 250.0
+
+
+class RestartedDeployment:
+    """A vendor's Deployment as the long phase restarts it, without a cluster."""
+
+    started_at = 0.0
+
+    def run_with_resync(self, seconds: float) -> ContainerArgs:
+        self.started_at = time.monotonic()
+        return ContainerArgs("controller", [f"--resync={seconds:g}s"])
+
+
+def restart_for_the_long_phase(directory: str, started: multiprocessing.Queue) -> None:
+    deployment, turns = RestartedDeployment(), ControllerTurns("run", Path(directory))
+    with turns.session(lambda: restart_with_resync(deployment, turns, 3000), lambda _: None):
+        started.put(deployment.started_at)
+
+
+def test_the_long_phases_restart_is_the_last_restart_of_every_worker(tmp_path: Path) -> None:
+    """The worker that restarts a vendor's Deployment with the long phase's --resync records
+    it: the others' resync clocks would otherwise wait for a tick ~3000 s after no start."""
+    started: multiprocessing.Queue = SPAWN.Queue()
+    worker = SPAWN.Process(target=restart_for_the_long_phase, args=(str(tmp_path), started))
+    worker.start()
+    at = started.get(timeout=DEADLINE)
+    worker.join(DEADLINE)
+    assert at > 0.0
+    assert ControllerTurns("run", tmp_path).last_restart() == at

@@ -4,13 +4,16 @@ itself is tests/kindhost/test_in_cluster.py, on a real kind cluster."""
 from __future__ import annotations
 
 import dataclasses
+import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import urllib3
 
 from conformance.cli import in_cluster_parser
 from conformance.clusters.base import CallbackAddress, ServiceReference
-from conformance.incluster import objects, pod
+from conformance.incluster import objects, pod, run
 
 SPEC = objects.RunSpec(
     run_id="abc123",
@@ -95,3 +98,46 @@ def test_run_in_cluster_takes_its_own_options_and_leaves_the_rest_to_pytest():
     argv = ["--in-cluster", "--suite-image", "s:1", "--workers", "2", "-k", "sync", "-x"]
     args, rest = in_cluster_parser().parse_known_args(argv)
     assert (args.suite_image, args.workers, rest) == ("s:1", 2, ["-k", "sync", "-x"])
+
+
+LOG = [
+    b"2026-12-05T10:00:00.000000001Z collecting ...\n",
+    b"2026-12-05T10:00:01.000000000Z test_a PASSED\n",
+    b"2026-12-05T10:00:01.000000000Z test_b PASSED\n",
+    b"2026-12-05T10:40:00.000000000Z test_c PASSED\n",
+    b"2026-12-05T10:40:01.000000000Z 3 passed\n",
+]
+
+
+def test_a_log_stream_that_breaks_or_goes_silent_is_read_on_without_a_line_lost_or_repeated() -> (
+    None
+):
+    """The long phase prints nothing for ~40 minutes: a load balancer drops the idle stream
+    (a read timeout here), or resets it (a protocol error) after a line cut in two. Each time
+    the log is read again, and the run goes on; only the container's end ends it."""
+    streams = [
+        [LOG[0], LOG[1], LOG[2][:20], urllib3.exceptions.ProtocolError("connection reset")],
+        [*LOG[:3], urllib3.exceptions.ReadTimeoutError(None, "/log", "idle")],
+        [*LOG[:4]],  # the stream ended, the container still runs
+        LOG,
+    ]
+    ends = iter([False, True])
+
+    def open_stream() -> Iterator[bytes]:
+        for part in streams.pop(0):
+            if isinstance(part, Exception):
+                raise part
+            yield part
+
+    out = io.StringIO()
+    run.follow_log(open_stream, lambda: next(ends), out, timeout=30)
+    printed = [line for line in out.getvalue().splitlines() if not line.startswith("in-cluster")]
+    assert printed == [
+        "collecting ...",
+        "test_a PASSED",
+        "test_b PASSED",
+        "test_c PASSED",
+        "3 passed",
+    ]
+    assert out.getvalue().count("the log stream broke") == 2
+    assert streams == []

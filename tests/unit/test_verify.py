@@ -238,3 +238,18 @@ def test_a_submission_directory_is_checked_whole(tmp_path: Path, expected: verif
     )
     (moved / "junit.xml").unlink()
     assert verify.verify_submission(moved, expected=expected) == [f"{moved}: junit.xml is missing"]
+
+
+def test_a_workspace_package_named_conformance_does_not_shadow_the_kit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, expected: verify.Expected
+) -> None:
+    """verify-report runs in a vendor's workspace (the action's last step): the suite it
+    collects is the kit's, not a `conformance/` package of the workspace's own."""
+    (tmp_path / "conformance").mkdir()
+    (tmp_path / "conformance" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    monkeypatch.chdir(tmp_path)
+    verify.this_suite.cache_clear()
+    try:
+        assert verify.this_suite() == expected
+    finally:
+        verify.this_suite.cache_clear()
