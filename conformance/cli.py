@@ -214,7 +214,11 @@ def _suite_image(args: argparse.Namespace) -> int:
     from conformance.install import vendor
 
     kubectl = Path(args.kubectl or vendor.kubectl())
-    print(image.build(args.tag, kubectl, args.base))
+    try:
+        print(image.build(args.tag, kubectl, args.base))
+    except image.ImageError as error:
+        print(f"suite-image: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import html
 import json
 from pathlib import Path
@@ -39,6 +40,12 @@ MODEL_RUN_PROPERTY = "convoy_model_run"
 #: The phases of a certifying run (`convoy-conformance certify`), in order, with the marker
 #: expression that selects each one's tests.
 PHASES = {"shipped": "not long", "long": "long"}
+#: The implementation a report of the suite's own reference controller names: a run of it
+#: (--convoy-install=reference) certifies nobody else's controller.
+REFERENCE_IMPLEMENTATION = {"organization": "convoy-conformance", "project": "reference"}
+#: What every phase of a certifying run must share: the cluster's provider and Kubernetes
+#: version, and the controller under test (its images and the digests its pods ran).
+PHASE_IDENTITY = ("provider", "kubernetesVersion", "controller")
 
 
 @dataclasses.dataclass
@@ -130,6 +137,7 @@ class ReportPlugin:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         self.environment.update(getattr(node, "workeroutput", {}).get("convoy_environment", {}))
 
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written the JUnit file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.environment.update(self.config.stash.get(ENVIRONMENT, {}))
         if hasattr(self.config, "workerinput"):
@@ -137,7 +145,8 @@ class ReportPlugin:
             return
         directory = self.config.getoption("report_dir")
         if directory and self.results:
-            self.written = (self.build(), Path(directory))
+            junit = Path(self.config.option.xmlpath) if self.config.option.xmlpath else None
+            self.written = (seal(self.build(), junit), Path(directory))
             write(*self.written)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -185,6 +194,10 @@ class ReportPlugin:
             "markers": self.config.getoption("markexpr") or None,
             "controllerResync": timing.controller_resync,
             "tests": sum(r.phase == self.phase for r in self.results.values()),
+            "provider": self.environment.get("provider"),
+            "kubernetesVersion": self.environment.get("kubernetesVersion"),
+            "controller": controller_identity(self.environment.get("controllerUnderTest")),
+            "nonCertifyingReasons": self.run_reasons(timing),
         }
 
     def options(self) -> dict[str, Any]:
@@ -199,12 +212,34 @@ class ReportPlugin:
         }
 
     def non_certifying(self, rules: list[dict], implementation: dict, timing: Timing) -> list[str]:
+        """Why the report does not certify: what each earlier phase's run did, this run's,
+        and every clause that did not pass."""
+        reasons = [
+            f"phase {phase['name']}: {reason}"
+            for phase in (self.previous or {}).get("phases") or []
+            for reason in phase.get("nonCertifyingReasons") or []
+        ]
+        reasons += self.run_reasons(timing)
+        missing = [f for f, value in implementation.items() if not value]
+        if missing:
+            reasons.append(f"implementation metadata missing: {', '.join(missing)}")
+        elif found := reference_named_otherwise(self.options(), implementation):
+            reasons.append(found)
+        reasons += self.phase_problems()
+        for rule in rules:
+            for clause in rule["clauses"]:
+                if clause["result"] != "passed":
+                    note = f" ({clause['notInProfile']})" if clause.get("notInProfile") else ""
+                    reasons.append(f"{clause['id']} {clause['result']}{note}")
+        return reasons
+
+    def run_reasons(self, timing: Timing) -> list[str]:
+        """What this pytest run did that a certifying one must not."""
         option = self.config.getoption
         reasons = [
             f"timing beyond the certifying maximum: {t}"
             for t in timing.beyond_maximum(long_phase=self.phase == "long")
         ]
-        reasons += self.phase_problems()
         if option("keyword"):
             reasons.append(f"tests selected with -k {option('keyword')!r}")
         markers = option("markexpr")
@@ -219,14 +254,6 @@ class ReportPlugin:
         reasons += self.model_run_problems()
         if option("convoy_mutant"):
             reasons.append(f"a mutant of the reference controller ran: {option('convoy_mutant')}")
-        missing = [f for f, value in implementation.items() if not value]
-        if missing:
-            reasons.append(f"implementation metadata missing: {', '.join(missing)}")
-        for rule in rules:
-            for clause in rule["clauses"]:
-                if clause["result"] != "passed":
-                    note = f" ({clause['notInProfile']})" if clause.get("notInProfile") else ""
-                    reasons.append(f"{clause['id']} {clause['result']}{note}")
         return reasons
 
     def model_run_problems(self) -> list[str]:
@@ -255,6 +282,62 @@ class ReportPlugin:
         if self.phase != order[-1]:
             return [f"only the {self.phase} phase of the certifying run ran so far"]
         return []
+
+
+def controller_identity(described: dict[str, Any] | None) -> list[str]:
+    """What names the controller under test across phases: each container's name, image and
+    the digest its pods ran (not its args: the long phase changes --resync), or the host
+    process of the suite's own reference controller."""
+    described = described or {}
+    if "hostProcess" in described:
+        return [str(described["hostProcess"])]
+    return [
+        f"{c.get('name')}={c.get('image')}@{c.get('imageID')}"
+        for c in described.get("containers") or []
+    ]
+
+
+def reference_named_otherwise(options: dict[str, Any], implementation: dict[str, Any]) -> str:
+    """A run of the suite's own reference controller names the reference, nobody else: the
+    reason it does not certify, or ""."""
+    named = {f: implementation.get(f) for f in REFERENCE_IMPLEMENTATION}
+    if options.get("convoyInstall") != "reference" or named == REFERENCE_IMPLEMENTATION:
+        return ""
+    return (
+        f"the suite ran its own reference controller (--convoy-install=reference), not "
+        f"{named['organization']}'s {named['project']}: a report of it names "
+        f"organization {REFERENCE_IMPLEMENTATION['organization']!r} and project "
+        f"{REFERENCE_IMPLEMENTATION['project']!r}"
+    )
+
+
+#: The report's field that seals it: digests of its content and of its JUnit file.
+INTEGRITY = "integrity"
+
+
+def content_digest(report: dict[str, Any]) -> str:
+    """sha256 of the report's content as JSON, without its own digest (what a YAML round trip
+    keeps: the report holds strings, numbers, booleans, lists and mappings only)."""
+    content = {k: v for k, v in report.items() if k != INTEGRITY}
+    content[INTEGRITY] = {k: v for k, v in (report.get(INTEGRITY) or {}).items() if k != "report"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def seal(report: dict[str, Any], junit: Path | None) -> dict[str, Any]:
+    """The report with its integrity field: a digest of the JUnit file the run wrote beside
+    it, and of the report's own content, so that an edit of either after the run shows. No
+    signature: whoever has the kit can seal a report again; verify-report checks the seal."""
+    report[INTEGRITY] = {
+        "algorithm": "sha256",
+        **({"junit": file_digest(junit)} if junit is not None and junit.exists() else {}),
+    }
+    report[INTEGRITY]["report"] = content_digest(report)
+    return report
 
 
 def _state(report: pytest.TestReport) -> str:

@@ -23,7 +23,18 @@ from typing import Any
 import yaml
 
 from conformance import catalog, provenance
-from conformance.report import API_VERSION, IMPLEMENTATION_FIELDS, KIND, PHASES, REPORT_FILES
+from conformance.report import (
+    API_VERSION,
+    IMPLEMENTATION_FIELDS,
+    INTEGRITY,
+    KIND,
+    PHASE_IDENTITY,
+    PHASES,
+    REPORT_FILES,
+    content_digest,
+    file_digest,
+    reference_named_otherwise,
+)
 
 #: What a development run may leave a clause at: passed, or left to a certifying run's phase.
 RESULTS_ONLY = ("passed", "not-in-profile")
@@ -85,8 +96,28 @@ def verify(
     problems += kit_problems(report, path)
     problems += test_problems(rules, path, this_suite() if expected is None else expected)
     problems += junit_problems(report, path, path.parent / "junit.xml")
+    problems += integrity_problems(report, path, path.parent / "junit.xml")
     if not results_only:
         problems += certifying_problems(report, path)
+    return problems
+
+
+def integrity_problems(report: dict[str, Any], path: Path, junit: Path) -> list[str]:
+    """The report and its JUnit file are as the run wrote them (report.seal): an edit of
+    either, a result changed or a measurement dropped, shows as a digest that differs."""
+    seal = report.get(INTEGRITY)
+    if not isinstance(seal, dict) or "report" not in seal:
+        return [f"{path}: {INTEGRITY} is missing: the run seals its report (report.seal)"]
+    problems = []
+    if seal["report"] != content_digest(report):
+        problems.append(
+            f"{path}: {INTEGRITY}.report: the report's content is not what the run wrote "
+            "(edited, reformatted or merged by hand after the run)"
+        )
+    if "junit" in seal and junit.exists() and seal["junit"] != file_digest(junit):
+        problems.append(
+            f"{junit}: not the JUnit file the run wrote beside {path.name} ({INTEGRITY}.junit)"
+        )
     return problems
 
 
@@ -195,6 +226,9 @@ def certifying_problems(report: dict[str, Any], path: Path) -> list[str]:
     phases = [p.get("name") for p in report.get("phases") or []]
     if "phases" in report and phases != list(PHASES):
         problems.append(f"{path}: phases: {phases}, a certifying run has {list(PHASES)}")
+    problems += phase_identity_problems(report.get("phases") or [], path)
+    reference = reference_named_otherwise(report.get("options") or {}, implementation)
+    problems += [f"{path}: options.convoyInstall: {reference}"] if reference else []
     version = str((report.get("environment") or {}).get("kubernetesVersion") or "")
     supported = provenance.supported_minors()
     if provenance.minor_of(version) not in supported:
@@ -205,6 +239,18 @@ def certifying_problems(report: dict[str, Any], path: Path) -> list[str]:
     if report.get("certifying") is not True:
         reasons = "; ".join(report.get("nonCertifyingReasons") or ["no reason given"])
         problems.append(f"{path}: certifying is not true: {reasons}")
+    return problems
+
+
+def phase_identity_problems(phases: list[dict[str, Any]], path: Path) -> list[str]:
+    """Every phase ran on the same kind of cluster and Kubernetes version, against the same
+    controller (its images, and the digests its pods ran)."""
+    problems = []
+    for field in PHASE_IDENTITY:
+        seen = {p.get("name"): p.get(field) for p in phases}
+        if len({repr(value) for value in seen.values()}) > 1 or None in seen.values():
+            said = "; ".join(f"{name}: {value}" for name, value in seen.items())
+            problems.append(f"{path}: phases[*].{field}: the phases disagree or omit it ({said})")
     return problems
 
 

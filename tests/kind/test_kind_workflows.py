@@ -37,6 +37,8 @@ PINS = {
     "actions/setup-go": ("b7ad1dad31e06c5925ef5d2fc7ad053ef454303e", "v7.0.0"),
     "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
     "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/cache/restore": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/cache/save": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
     "helm/kind-action": ("ef37e7f390d99f746eb8b610417061a60e82a6cc", "v1.14.0"),
 }
 REQUIRED_INPUTS = {"manifests", "organization", "project", "version", "url", "contact"}
@@ -391,3 +393,68 @@ def test_the_action_refuses_a_minor_the_versions_file_lacks() -> None:
     )
     assert proc.returncode == 1
     assert "::error title=convoy conformance::input 'kubernetes-version'" in proc.stderr
+
+
+def suite_step_outputs(**env: str) -> dict[str, str]:
+    """What the action's install step writes about the run (its here-document, run here)."""
+    step = next(s for s in load(ACTION)["runs"]["steps"] if s.get("id") == "suite")
+    variables = {"KUBERNETES_VERSION": "", "ARTIFACT_NAME": "", **env}
+    proc = subprocess.run(
+        [sys.executable, "-c", heredoc(step["run"])],
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    return outputs(proc)
+
+
+def test_each_minor_of_a_vendors_matrix_uploads_an_artifact_of_its_own() -> None:
+    """upload-artifact v4 and later refuse a second artifact of one name in a workflow run
+    (409 Conflict): a matrix over kubernetes-version needs a name per entry."""
+    minors = kind_versions().minors[:2]
+    names = {suite_step_outputs(KUBERNETES_VERSION=minor)["artifact-name"] for minor in minors}
+    assert names == {f"convoy-conformance-report-{minor}" for minor in minors}
+    assert suite_step_outputs(ARTIFACT_NAME="mine")["artifact-name"] == "mine"
+    upload = next(
+        s for s in load(ACTION)["runs"]["steps"] if "upload-artifact" in s.get("uses", "")
+    )
+    assert upload["with"]["name"] == "${{ steps.suite.outputs.artifact-name }}"
+
+
+def test_the_action_leaves_the_jobs_python_and_environment_alone() -> None:
+    """After the action the vendor's `python` and `pip` are their own: setup-python changes
+    no environment, and no step writes to GITHUB_PATH or GITHUB_ENV."""
+    steps = load(ACTION)["runs"]["steps"]
+    python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python"))
+    assert python["with"]["update-environment"] is False
+    for step in steps:
+        assert "GITHUB_PATH" not in step.get("run", ""), step["name"]
+        assert "GITHUB_ENV" not in step.get("run", ""), step["name"]
+
+
+def test_the_tests_job_uses_the_pinned_kind_and_keeps_its_binaries_also_when_red() -> None:
+    """The runner image's kind is whatever it ships; the node images are built for the pinned
+    release. actions/cache saves only after a green job: the binaries are built and saved
+    in steps of their own, before the tests."""
+    steps = load(REPO / ".github" / "workflows" / "tests.yml")["jobs"]["tests"]["steps"]
+    names = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in steps]
+    read = next(s for s in steps if s.get("id") == "versions")
+    found = subprocess.run(
+        ["bash", "-e", "-c", read["run"]],
+        env={**os.environ, "GITHUB_OUTPUT": "/dev/stdout"},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert outputs(found)["kind"] == kind_versions().version
+    kind = next(s for s in steps if s.get("uses", "").startswith("helm/kind-action"))
+    assert kind["with"] == {"version": "${{ steps.versions.outputs.kind }}", "install_only": True}
+    order = [
+        "actions/cache/restore",
+        "make binaries",
+        "actions/cache/save",
+        'make test KIND_ENGINE=system ARGS="-ra"',
+    ]
+    assert [n for n in names if n in order] == order
+    assert names.index("helm/kind-action") < names.index(order[-1])

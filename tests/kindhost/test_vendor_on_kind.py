@@ -37,7 +37,8 @@ def run_step(name: str, vendor: Vendor, tmp_path: Path, **env: str) -> dict[str,
     """Run one of the action's steps against the vendor's cluster; return its outputs."""
     tools = [Path(sys.executable).parent, vendor.cluster.kind_path.parent]
     tools.append(vendor.cluster.kubectl_path.parent)
-    env = {"KUBECONFIG": str(vendor.cluster.kubeconfig), **env}
+    kit = str(Path(sys.executable).parent)  # the install step's output: the kit's venv
+    env = {"KUBECONFIG": str(vendor.cluster.kubeconfig), "KIT": kit, **env}
     ran = run_action_step(name, tmp_path, tools, env)
     print(ran.process.stdout[-3000:], ran.process.stderr[-3000:])
     assert ran.process.returncode == 0, f"step {name!r} failed"

@@ -8,7 +8,11 @@ import yaml
 from conformance import catalog, report, verify
 from conformance.timing import LONG_RESYNC
 
-METADATA = [f"--implementation-{f}=x" for f in report.IMPLEMENTATION_FIELDS]
+#: A vendor's run: its implementation named, its controller not the suite's own reference one.
+METADATA = [
+    *(f"--implementation-{f}=x" for f in report.IMPLEMENTATION_FIELDS),
+    "--convoy-install=none",
+]
 
 
 def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> dict:
@@ -120,7 +124,7 @@ ENVIRONMENT = """
 @pytest.fixture(autouse=True, scope="session")
 def environment(pytestconfig):
     from conformance.session import ENVIRONMENT
-    pytestconfig.stash[ENVIRONMENT] = {"kubernetesVersion": "v1.36.3"}
+    pytestconfig.stash[ENVIRONMENT] = {"provider": "kind", "kubernetesVersion": "v1.36.3"}
 """
 
 
@@ -256,3 +260,24 @@ def test_rerun_failed_of_a_report_without_failures_is_a_usage_error(
     result.stderr.fnmatch_lines(
         ["*--rerun-failed out/conformance-report.yaml: the report lists no failed test*"]
     )
+
+
+def test_what_the_shipped_phase_did_stays_a_reason_in_the_last_report(
+    pytester: pytest.Pytester,
+) -> None:
+    """A -k or a loosened tolerance in the first phase is no less a reason when the second
+    phase is clean: the last report lists it, under the phase's name."""
+    pytester.makepyfile(every_clause_passing())
+    run_phase(pytester, "shipped", "shipped", "--timing", "reconcile=60")
+    both = run_phase(
+        pytester,
+        "long",
+        "out",
+        "--previous-phase=shipped/conformance-report.yaml",
+        "--timing",
+        f"controller_resync={LONG_RESYNC:g}",
+    )
+    assert both["nonCertifyingReasons"] == [
+        "phase shipped: timing beyond the certifying maximum: reconcile=60 (maximum 30)"
+    ]
+    assert both["certifying"] is False

@@ -39,9 +39,18 @@ def certifying_report(expected: verify.Expected) -> Obj:
         "provenance": provenance.provenance(),
         "document": {},
         "environment": {"kubernetesVersion": "v1.36.3"},
-        "options": {},
+        "options": {"convoyInstall": "none"},
         "timing": {},
-        "phases": [{"name": name} for name in report.PHASES],
+        "phases": [
+            {
+                "name": name,
+                "provider": "kind",
+                "kubernetesVersion": "v1.36.3",
+                "controller": [f"manager=vendor.example/convoy-like:1.0@sha256:{'a' * 64}"],
+                "nonCertifyingReasons": [],
+            }
+            for name in report.PHASES
+        ],
         "implementation": {f: "x" for f in report.IMPLEMENTATION_FIELDS}
         | {"organization": ORGANIZATION, "project": PROJECT},
         "certifying": True,
@@ -82,12 +91,12 @@ def junit(tests: list[Obj]) -> str:
 
 
 def write(directory: Path, written: Obj, junit_tests: list[Obj] | None = None) -> Path:
+    """What a run writes: its JUnit file, then the report sealed with it (report.seal)."""
     directory.mkdir(parents=True, exist_ok=True)
+    junit_path = directory / "junit.xml"
+    junit_path.write_text(junit(written["tests"] if junit_tests is None else junit_tests))
     path = directory / "conformance-report.yaml"
-    path.write_text(yaml.safe_dump(written))
-    (directory / "junit.xml").write_text(
-        junit(written["tests"] if junit_tests is None else junit_tests)
-    )
+    path.write_text(yaml.safe_dump(report.seal(written, junit_path)))
     return path
 
 
@@ -148,6 +157,27 @@ TAMPERED: list[tuple[str, Callable[[Obj], object], str]] = [
         "implementation.contact is empty",
     ),
     ("not certifying", lambda r: r.update(certifying=False), "certifying is not true"),
+    (
+        "the reference controller under a vendor's name",
+        lambda r: r["options"].update(convoyInstall="reference"),
+        "options.convoyInstall: the suite ran its own reference controller "
+        "(--convoy-install=reference), not Vendor Example's convoy-like",
+    ),
+    (
+        "phases against two controllers",
+        lambda r: r["phases"][1].update(controller=["manager=vendor.example/other:2@sha256:b"]),
+        "phases[*].controller: the phases disagree or omit it",
+    ),
+    (
+        "phases on two Kubernetes versions",
+        lambda r: r["phases"][0].update(kubernetesVersion="v1.35.2"),
+        "phases[*].kubernetesVersion: the phases disagree or omit it (shipped: v1.35.2",
+    ),
+    (
+        "a phase that says nothing of its cluster",
+        lambda r: r["phases"][0].pop("provider"),
+        "phases[*].provider: the phases disagree or omit it",
+    ),
     ("other kind", lambda r: r.update(kind="Other"), "apiVersion/kind must be"),
 ]
 
@@ -253,3 +283,67 @@ def test_a_workspace_package_named_conformance_does_not_shadow_the_kit(
         assert verify.this_suite() == expected
     finally:
         verify.this_suite.cache_clear()
+
+
+def test_the_reference_controllers_report_names_the_reference(
+    tmp_path: Path, expected: verify.Expected
+) -> None:
+    written = certifying_report(expected)
+    written["options"]["convoyInstall"] = "reference"
+    written["implementation"].update(report.REFERENCE_IMPLEMENTATION)
+    assert verify.verify(write(tmp_path, written), expected=expected) == []
+
+
+def edit(path: Path, change: Callable[[str], str]) -> None:
+    path.write_text(change(path.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "problem"),
+    [
+        (
+            "conformance-report.yaml",
+            lambda text: text.replace("result: failed", "result: passed"),
+            "integrity.report: the report's content is not what the run wrote",
+        ),
+        (
+            "conformance-report.yaml",
+            lambda text: text.replace("measured: 1.5", "measured: 1.0"),
+            "integrity.report: the report's content is not what the run wrote",
+        ),
+        (
+            "junit.xml",
+            lambda text: text.replace(" /><testcase", "><skipped /></testcase><testcase", 1),
+            "junit.xml: not the JUnit file the run wrote beside conformance-report.yaml",
+        ),
+    ],
+    ids=["a result", "a measurement", "the junit file"],
+)
+def test_a_report_or_junit_file_edited_after_the_run_is_refused(
+    tmp_path: Path,
+    expected: verify.Expected,
+    file: str,
+    change: Callable[[str], str],
+    problem: str,
+) -> None:
+    """The run seals its report with digests of the report and of the JUnit file: an edit of
+    either after the run (a failure made a pass, a measurement made to fit) shows."""
+    written = certifying_report(expected)
+    first_test(written)["result"] = "failed"
+    first_test(written)["measurements"] = [{"expected": 1.0, "measured": 1.5}]
+    path = write(tmp_path, written)
+    before = verify.integrity_problems(
+        yaml.safe_load(path.read_text()), path, tmp_path / "junit.xml"
+    )
+    assert before == []
+    edit(tmp_path / file, change)
+    problems = verify.verify(path, expected=expected)
+    assert any(problem in p for p in problems), problems
+
+
+def test_a_report_without_its_seal_is_refused(tmp_path: Path, expected: verify.Expected) -> None:
+    path = write(tmp_path, certifying_report(expected))
+    edit(path, lambda text: yaml.safe_dump({**yaml.safe_load(text), "integrity": None}))
+    assert f"{path}: integrity is missing: the run seals its report (report.seal)" in (
+        verify.verify(path, expected=expected)
+    )
