@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import catalog, model_profiles, timing
+from conformance import catalog, model_profiles, timing, verdicts
 from conformance.clusters.select import PROVIDERS, Choice
 from conformance.observe import diagnostics
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
@@ -287,6 +287,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     """On a failure, attach the namespace's Releases and events and the controller's log."""
     outcome = yield
     report = outcome.get_result()
+    verdict = verdicts.verdict_of(call.excinfo.value if call.excinfo else None)
+    if verdict is not None:
+        report.user_properties.append((verdicts.PROPERTY, verdict.value))
     if report.failed:
         item.stash[TEST_FAILED] = True
     funcargs = getattr(item, "funcargs", {})

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import catalog, charts, measurements, provenance
+from conformance import catalog, charts, measurements, provenance, verdicts
 from conformance.model_profiles import CERTIFYING_PROFILE, profile_name
 from conformance.session import ENVIRONMENT, TIMING
 from conformance.timing import Timing
@@ -31,8 +31,6 @@ IMPLEMENTATION_FIELDS = ("organization", "project", "version", "url", "contact")
 #: (a development run, or the other phase of a certifying run); it is no verdict about the
 #: controller, and a certifying report has none left.
 STATES = ("passed", "failed", "error", "skipped", "not-supported", "not-in-profile")
-#: A skip whose reason starts with this marks a rule the implementation cannot be checked for.
-NOT_SUPPORTED = "not-supported:"
 #: The user property that carries a test's clause IDs (also into JUnit XML).
 CLAUSES_PROPERTY = "convoy_clauses"
 #: The user property that carries the model-based run's profile, seed and counts (JSON).
@@ -342,10 +340,7 @@ def seal(report: dict[str, Any], junit: Path | None) -> dict[str, Any]:
 
 def _state(report: pytest.TestReport) -> str:
     if report.skipped:
-        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else "")
-        if reason.removeprefix("Skipped: ").startswith(catalog.CERTIFYING_ONLY):
-            return "not-in-profile"
-        return "not-supported" if NOT_SUPPORTED in reason else "skipped"
+        return str(dict(report.user_properties).get(verdicts.PROPERTY) or "skipped")
     if report.failed:
         return "failed" if report.when == "call" else "error"
     return "passed"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance import measurements
+from conformance import measurements, verdicts
 from conformance.install.host import ControllerUnderTest
 from conformance.marks import case
 from conformance.observe import subresources, widgets
@@ -44,8 +44,7 @@ DEFAULT_FIRST = 0.005
 #: The default limiter's retries up to and including the first capped one (5 ms x 2^18 > 1000 s).
 DEFAULT_LADDER_TO_CAP = 19
 LONG_PHASE_ONLY = (
-    "certifying run only: needs a resync period above the whole ladder (the long phase of "
-    "`convoy-conformance certify`)"
+    "needs a resync period above the whole ladder (the long phase of `convoy-conformance certify`)"
 )
 
 
@@ -221,7 +220,7 @@ def release_with(
 def long_phase(timing: Timing, ladder: float) -> None:
     """Skip unless the controller's resync leaves room for a ladder of `ladder` seconds."""
     if timing.controller_resync <= ladder + timing.slack(ladder) + 60:
-        pytest.skip(
+        verdicts.certifying_only(
             f"{LONG_PHASE_ONLY}; this run's resync is {timing.controller_resync:g} s, the "
             f"ladder {ladder:g} s"
         )
@@ -598,7 +597,7 @@ def test_a_controller_restart_resets_the_failure_count(
 ) -> None:
     """The restarted controller's initial list reconciles the Release: that is attempt 0."""
     if controller is None:
-        pytest.skip(
+        verdicts.not_supported(
             "the suite cannot restart the controller under test: name its Deployment with "
             "--convoy-controller-deployment=NAMESPACE/NAME"
         )

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conformance import measurements
+from conformance import measurements, verdicts
 from conformance.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
@@ -179,9 +179,8 @@ def resync_period(app: App, timing: Timing, period: float) -> float:
 def test_the_resync_flag_sets_the_resync_period(releases: Releases, timing: Timing) -> None:
     period = timing.controller_resync
     if period == DOCUMENT_RESYNC:
-        pytest.skip(
-            "certifying run only: the controller runs as shipped, without --resync; the long "
-            "phase checks the flag"
+        verdicts.certifying_only(
+            "the controller runs as shipped, without --resync; the long phase checks the flag"
         )
     app = applied_automatic_app(releases)
     assert timing.fits(resync_period(app, timing, period), period)
@@ -238,9 +237,9 @@ def test_without_the_flag_the_resync_period_is_2_minutes(
     releases: Releases, timing: Timing
 ) -> None:
     if timing.controller_resync != DOCUMENT_RESYNC:
-        pytest.skip(
-            f"certifying run only: this run's controller has --resync "
-            f"{timing.controller_resync:g}s, not the shipped default"
+        verdicts.certifying_only(
+            f"this run's controller has --resync {timing.controller_resync:g}s, not the shipped "
+            "default"
         )
     app = applied_automatic_app(releases)
     assert timing.fits(resync_period(app, timing, DOCUMENT_RESYNC), DOCUMENT_RESYNC)
@@ -254,9 +253,7 @@ def test_a_long_resync_flag_defers_the_resync_past_the_default_period(
     """The long phase's controller runs with --resync far above 2 minutes: no resync comes
     where the default's would, two and a half default periods after the start."""
     if timing.controller_resync <= 3 * DOCUMENT_RESYNC:
-        pytest.skip(
-            "certifying run only: the long phase (a resync period far above 2 minutes) checks it"
-        )
+        verdicts.certifying_only("the long phase (a resync period far above 2 minutes) checks it")
     app = applied_automatic_app(releases)
     quiet = 2.5 * DOCUMENT_RESYNC
     resync_clock.quiet_slot(quiet)

@@ -24,6 +24,8 @@ def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> dict:
 PASSING_AND_FAILING = """
 import pytest
 
+from conformance import verdicts
+
 @pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second")
 def test_passes():
     pass
@@ -34,15 +36,19 @@ def test_fails():
 
 @pytest.mark.clause("BACK-5.restart")
 def test_not_supported():
-    pytest.skip("not-supported: the suite cannot restart this controller")
+    verdicts.not_supported("the suite cannot restart this controller")
+
+@pytest.mark.clause("BACK-3.max")
+def test_skipped_with_the_words_of_a_verdict():
+    pytest.skip("not supported: certifying run only")
 
 @pytest.mark.clause("SYNC-4.same-second")
 def test_long():
-    pytest.skip("certifying run only: the long phase checks it")
+    verdicts.certifying_only("the long phase checks it")
 
 @pytest.mark.clause("BACK-6.cap")
 def test_certifying_only():
-    pytest.skip("certifying run only: the long phase checks it")
+    verdicts.certifying_only("the long phase checks it")
 """
 
 
@@ -62,6 +68,8 @@ def test_a_run_writes_yaml_junit_and_html_with_a_verdict_per_rule_and_clause(
     assert "lastHandledSyncAt written" in failed["tests"][0]["message"]
     assert clauses["SYNC-5.after-success"]["message"] == "no test of this clause ran"
     assert rules["BACK-5"]["result"] == "not-supported"
+    # a verdict is the skip's type, not its words
+    assert clauses["BACK-3.max"]["result"] == "skipped"
     profile = clauses["BACK-6.cap"]
     assert profile["result"] == "not-in-profile"
     assert "long phase" in profile["notInProfile"]
