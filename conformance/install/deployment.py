@@ -63,6 +63,13 @@ def rolled_out(deployment: Any) -> bool:
     )
 
 
+#: What the suite's Releases render, in namespaces it creates (so cluster-wide), and the verbs
+#: apply, its dry run and prune use: a controller that may not do these fails every test, with
+#: a Forbidden in its log, not with a clear error (docs/certification.md, "Rights").
+RENDERED = (("", "configmaps"), ("testing.convoy.kumodo.io", "widgets"))
+APPLY_VERBS = ("get", "create", "patch", "delete")
+
+
 class ContainerArgs(NamedTuple):
     """A container's name and args as the long phase found them (JSON between the workers)."""
 
@@ -114,6 +121,26 @@ class DeploymentController:
 
     def describe(self) -> dict[str, Any]:
         return describe_deployment(self.api, self.namespace, self.name)
+
+    def check_rights(self) -> None:
+        """The controller's service account may apply, dry-run and prune what the suite's
+        Releases render, in any namespace; else a clear error naming what it may not do."""
+        template = self._read().spec.template.spec
+        account = template.service_account_name or "default"
+        user = f"system:serviceaccount:{self.namespace}:{account}"
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{self.namespace}"]
+        missing = [
+            f"{verb} {resource}" + f".{group}" * bool(group)
+            for group, resource in RENDERED
+            for verb in APPLY_VERBS
+            if not may(self.api, user, groups, group, resource, verb)
+        ]
+        if missing:
+            raise DeploymentError(
+                f"{self} runs as {user}, which may not {', '.join(missing)} in every namespace: "
+                "the suite's Releases render ConfigMaps and test-only Widgets into namespaces of "
+                'its own (docs/certification.md, "Rights the suite\'s renders need")'
+            )
 
     def stop(self) -> None:
         """Scale to zero and wait until no pod of the Deployment is left, terminating or not."""
@@ -246,6 +273,24 @@ class DeploymentController:
                 f"{self.timeout:g} s; status: {deployment.status if deployment else None}"
             ),
         )
+
+
+def may(
+    api: client.ApiClient, user: str, groups: list[str], group: str, resource: str, verb: str
+) -> bool:
+    """Whether the API server allows `user` `verb` on `resource` in every namespace."""
+    review = client.AuthorizationV1Api(api).create_subject_access_review(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "groups": groups,
+                "resourceAttributes": {"group": group, "resource": resource, "verb": verb},
+            },
+        }
+    )
+    return bool(review.status.allowed)
 
 
 def describe_deployment(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from kubernetes import client
 from conformance.clusters.base import Cluster
 from conformance.install import vendor
 from conformance.install.deployment import DeploymentController, DeploymentError, label_selector
+from conformance.polling import poll_until
 
 NAME = "vendor-controller"
 LABELS = {"app.kubernetes.io/name": "vendor-convoy"}
@@ -175,3 +176,44 @@ def test_a_deployment_of_several_containers_needs_the_controllers_named(
     with pytest.raises(DeploymentError, match="runs containers kube-rbac-proxy, controller"):
         deployed.run_with_resync(3000)
     assert args_of(deployed)["kube-rbac-proxy"] == SIDECAR["args"]
+
+
+def test_a_controller_that_may_not_apply_what_the_suite_renders_is_a_clear_error(
+    k8s: client.ApiClient, namespace: str, deployed: DeploymentController
+) -> None:
+    """The Deployment runs as its namespace's default service account, which may do nothing:
+    the error names every verb on ConfigMaps and Widgets it lacks. Granted them cluster-wide,
+    as a controller that applies into the suite's namespaces needs, it passes."""
+    with pytest.raises(DeploymentError, match="may not get configmaps, create configmaps") as err:
+        deployed.check_rights()
+    assert "delete widgets.testing.convoy.kumodo.io" in str(err.value)
+    rbac, name = client.RbacAuthorizationV1Api(k8s), f"{namespace}-renders"
+    rules = [
+        {
+            "apiGroups": [group],
+            "resources": [resource],
+            "verbs": ["get", "create", "patch", "delete"],
+        }
+        for group, resource in (("", "configmaps"), ("testing.convoy.kumodo.io", "widgets"))
+    ]
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
+    subject = {"kind": "ServiceAccount", "name": "default", "namespace": namespace}
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [subject],
+    }
+    rbac.create_cluster_role_binding(binding)
+
+    def granted() -> bool:  # the API server's RBAC cache takes a moment to see the binding
+        try:
+            deployed.check_rights()
+        except DeploymentError:
+            return False
+        return True
+
+    try:
+        poll_until(granted, timeout=10.0, step=0.2, failure=lambda: AssertionError("not granted"))
+    finally:
+        rbac.delete_cluster_role_binding(name)
+        rbac.delete_cluster_role(name)
