@@ -23,6 +23,7 @@ from kubernetes import client, dynamic
 from convoy import api
 from convoy.api import HOLDS
 from convoy.clock import Clock, RealClock
+from convoy.events import EventRecorder
 from convoy.hooks import Hooks
 from convoy.informer import Event, EventType, Informer, object_key, read_fresh
 from convoy.keylocks import KeyLocks
@@ -94,6 +95,7 @@ class Controller:
             core, targets, self._clock, context=context, renders=renders, hooks=hooks
         )
         self._outcomes: Counter[str] = Counter()
+        self._events = EventRecorder(core, self._clock)
 
     # -- events -> queue -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -167,9 +169,10 @@ class Controller:
                 return
             result = self._reconciler.reconcile(release)
             self._write_status(release, result.status)
-        self._outcomes[result.outcome.reason.value] += 1
-        requeue = self._requeue(key, result)
         outcome = result.outcome
+        self._events.applied_changed(release, result.status, outcome.reason, outcome.message)
+        self._outcomes[outcome.reason.value] += 1
+        requeue = self._requeue(key, result)
         log.info(
             "reconcile %s triggers=%s %s -> %s (%s) %s",
             key,

@@ -226,15 +226,18 @@ class Observer:
         }
 
     def _drift_if_due(self, key: str, release: Obj, status: Obj, target: Target) -> list | None:
-        """The drifted objects when a drift check is due (every interval), else None."""
+        """The drifted objects when a drift check is due (every interval), else None. A check
+        that is due but cannot be made (the applied render is neither in memory nor the
+        current render: after a restart, a new source in manual mode) waits one interval like
+        a check made, instead of being tried again at once."""
         interval = _interval(release)
         last = self._drift_checked.get(key)
         if not interval or (last is not None and self._clock.now() - last < interval):
             return None
+        self._drift_checked[key] = self._clock.now()
         objects = self._applied_objects(key, release, status, target)
         if objects is None:
             return None
-        self._drift_checked[key] = self._clock.now()
         return [
             {**ref, "namespace": ref.get("namespace") or ""} for ref in apply.drift(target, objects)
         ]

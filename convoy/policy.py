@@ -111,5 +111,11 @@ def _annotation_time(annotations: dict[str, str], name: str, ignored: list[str])
 
 
 def _status_time(status: Obj, field: str) -> datetime | None:
+    """A handled request's time as status records it. Any value the API server stores there
+    parses; one that does not (a status written by hand) counts as no request handled, and
+    never stops the reconcile."""
     text = status.get(field)
-    return synctime.parse_sync_time(text) if text else None
+    try:
+        return synctime.parse_status_time(text) if text else None
+    except ValueError:
+        return None

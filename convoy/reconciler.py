@@ -194,7 +194,13 @@ class Reconciler:
             self._remembered_apply(release, target, result, previous)
 
         key = object_key(release)
-        result.recheck(self._rollouts.check(key, status, failure, healthy, roll_back))
+        # A rollback is an apply: manual mode applies only after a /sync, and a rollback is
+        # none (docs/api-reference.md, "failurePolicy and rollouts").
+        automatic = result.policy is not None and result.policy.automatic
+        checked = self._rollouts.check(
+            key, status, failure, healthy, roll_back if automatic else None
+        )
+        result.recheck(checked)
 
     def _hold(self, release: Obj, status: Obj, ref: str, forced: bool) -> Outcome | None:
         """Step 6: the pin, the hold after a rollback (not when forced), the lower waves."""

@@ -48,12 +48,14 @@ class Rollouts:
         status: Obj,
         policy: FailurePolicy,
         healthy: bool,
-        roll_back: Callable[[Render], None],
+        roll_back: Callable[[Render], None] | None,
     ) -> float | None:
         """Step 2 of a reconcile: end a Progressing rollout that is Healthy or timed out.
 
         `healthy`: the inventory says the rollout's render is Healthy. `roll_back` applies a
-        render (and may raise). Returns the seconds until the timeout, while Progressing.
+        render (and may raise); None in manual mode, which applies only after a /sync: a
+        rollout that times out there ends Failed, whatever its action. Returns the seconds
+        until the timeout, while Progressing.
         """
         rollout = status.get("rollout")
         if not rollout or rollout["phase"] != Phase.PROGRESSING:
@@ -64,8 +66,9 @@ class Rollouts:
         remaining = self._remaining(rollout, policy)
         if remaining > 0:
             return remaining + _MARGIN
-        previous = self._rollback_target(key, rollout["renderRef"]) if policy.rollback else None
-        if previous is None:
+        rolls_back = policy.rollback and roll_back is not None
+        previous = self._rollback_target(key, rollout["renderRef"]) if rolls_back else None
+        if previous is None or roll_back is None:
             status["rollout"] = {**rollout, "phase": Phase.FAILED.value}
             return None
         roll_back(previous)
@@ -97,7 +100,7 @@ class Rollouts:
             self._previous.pop(key, None)
 
     def _remaining(self, rollout: Obj, policy: FailurePolicy) -> float:
-        started: datetime = synctime.parse_sync_time(rollout["startedAt"])
+        started: datetime = synctime.parse_status_time(rollout["startedAt"])
         elapsed = (self._clock.wall() - started).total_seconds()
         return policy.health_timeout - elapsed
 

@@ -15,6 +15,12 @@ _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})?",
     re.ASCII,
 )
+#: RFC 3339 as its section 5.6 allows and an OpenAPI `date-time` (a status field's format)
+#: accepts: "T" and "Z" in either case.
+_RFC3339_ANY_CASE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})?",
+    re.ASCII,
+)
 
 
 def parse_sync_time(text: str) -> datetime:
@@ -23,7 +29,18 @@ def parse_sync_time(text: str) -> datetime:
     Strict like Go's time.Parse(time.RFC3339): an upper-case "T", no surrounding spaces, an offset
     required. Digits beyond microseconds are truncated (they cannot matter to the second).
     """
-    match = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    return _parse(text, _RFC3339)
+
+
+def parse_status_time(text: str) -> datetime:
+    """A time of the Release's status (lastHandledSyncAt, rollout.startedAt, ...): any value
+    the CRD's `date-time` format lets the API server store, which RFC 3339 allows in either
+    case ("...t10:00:00.5z"); the controller writes them as format_sync_time does."""
+    return _parse(text, _RFC3339_ANY_CASE)
+
+
+def _parse(text: str, layout: re.Pattern[str]) -> datetime:
+    match = layout.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise _invalid(text, "not an RFC 3339 date and time")
     year, month, day, hour, minute, second, fraction, offset = match.groups()
@@ -71,7 +88,7 @@ def _utc(dt: datetime) -> datetime:
 
 
 def _offset(text: str) -> timezone:
-    if text == "Z":
+    if text in ("Z", "z"):
         return UTC
     hours, minutes = int(text[1:3]), int(text[4:6])
     if hours > 23 or minutes > 59:

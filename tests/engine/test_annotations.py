@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
-from conformance.observe.releases import App, condition
+from conformance.observe.releases import App, condition, invalid_object
 from conformance.observe.resync import ResyncClock
+from conformance.polling import poll_until
 from conformance.timing import Timing
 from convoyapi import SYNC_REQUESTED_AT
 from tests.engine.conftest import SETTLE, Engine, annotation, wait_sync_request, widget
@@ -140,3 +141,34 @@ def test_hook_batches_run_in_order_and_each_completed_batch_sends_a_sync(engine:
     wait_sync_request(app, other_than=first)
     done = app.wait_applied("True", "Applied", SETTLE)
     assert done["status"]["lastHandledSyncAt"]
+
+
+def test_each_change_of_applied_is_an_event_on_the_release(engine: Engine) -> None:
+    """kubectl describe release shows why a Release waits or failed: an Event per change of
+    the Applied condition (Normal for an apply or a hold, Warning for a failure), none for a
+    reconcile that changed nothing."""
+    app = engine.app("web", sync_policy={"automatic": True})
+    app.wait_applied("True", "Applied")
+    app.pin_nowhere()
+    app.request_sync()
+    app.wait_applied("False", "Pinned")
+    app.request_sync()  # a reconcile that changes nothing: no Event
+    app.settled_status()
+    app.annotate({PIN: None})
+    app.set_content("v1", extra=[invalid_object("rejected")])
+    app.request_sync()
+    app.wait_applied("False", "Unappliable")
+
+    def events() -> list[tuple[str, str]]:
+        listed = engine.releases.core.list_namespaced_event(
+            engine.namespace, field_selector=f"involvedObject.name={app.name}"
+        ).items
+        return sorted((event.type, event.reason) for event in listed)
+
+    expected = [("Normal", "Applied"), ("Normal", "Pinned"), ("Warning", "Unappliable")]
+    poll_until(
+        lambda: events() == expected,
+        timeout=SETTLE,
+        step=0.2,
+        failure=lambda: AssertionError(f"Events of {app.name}: {events()}, not {expected}"),
+    )

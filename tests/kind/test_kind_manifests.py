@@ -271,6 +271,7 @@ GRANTED = [
     {"group": CONVOY, "resource": "clusters", "verb": "get"},
     {"group": "", "resource": "configmaps", "verb": "get", "namespace": "team-a"},
     {"group": "", "resource": "secrets", "verb": "get", "namespace": "team-a"},
+    {"group": "", "resource": "events", "verb": "create", "namespace": "team-a"},
     # the aggregated API's delegated authentication and authorization
     {"group": "authentication.k8s.io", "resource": "tokenreviews", "verb": "create"},
     {"group": "authorization.k8s.io", "resource": "subjectaccessreviews", "verb": "create"},
@@ -294,6 +295,8 @@ REFUSED = [
     {"group": CONVOY, "resource": "releaseinventories", "verb": "get", "namespace": "team-a"},
     {"group": CONVOY, "resource": "releaseinventories", "verb": "patch", "namespace": "team-a"},
     {"group": CONVOY, "resource": "releaseinventories", "subresource": "status", "verb": "update"},
+    {"group": "", "resource": "events", "verb": "patch", "namespace": "team-a"},
+    {"group": "", "resource": "events", "verb": "list"},
     {"group": CONVOY, "resource": "clusters", "verb": "list"},
     {"group": CONVOY, "resource": "clusters", "verb": "watch"},
     {"group": CONVOY, "resource": "clusters", "subresource": "status", "verb": "patch"},

@@ -8,15 +8,19 @@ record of apply attempts (a forced apply is an apply with no dry run before it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from conformance.clusters.processes import kill_now
 from conformance.install.host import HostController
 from conformance.observe.releases import App, Releases, applied_manual_app, kinds, parse_time
+from conformance.polling import quiet_period
 from conformance.timing import Timing
+from convoy import observer
 from tests.helpers import FORCE_HANDLED, HANDLED, wait_handled
 
 
@@ -113,3 +117,39 @@ def test_a_killed_controllers_temporary_files_go_when_the_suite_stops_it(
     crash(killed)
     killed.stop()
     assert not killed.temp_dir.exists()
+
+
+#: CPU seconds the controller may spend in WATCH seconds with one manual Release whose drift
+#: check cannot be made: an observation every interval costs milliseconds; one at once after
+#: another takes a core.
+WATCH, CPU_LIMIT = 4.0, 0.6
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/PID/stat (clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_drift_check_that_cannot_be_made_waits_its_interval(
+    releases: Releases, killable: HostController
+) -> None:
+    """After a restart the applied render is not in memory; while the source still renders it
+    the observer renders it again for the drift check. Once the source changes (manual mode:
+    WaitingForSync, nothing applied), no check can be made until the next apply: each due one
+    waits its interval, and the controller stays idle meanwhile."""
+    app = releases.app("web", sync_policy={"interval": "1s"})
+    app.request_sync()
+    app.wait_applied("True", "Applied")
+    killable.restart()
+    # The restarted observer's first drift check renders the applied render again.
+    quiet_period(lambda: None, seconds=observer.PERIOD + 1.0, step=observer.PERIOD + 1.0)
+    app.set_content("v2")
+    app.wait_applied("False", "WaitingForSync")
+    assert killable.process is not None
+    pid = killable.process.pid
+    before = cpu_seconds(pid)
+    quiet_period(lambda: None, seconds=WATCH, step=WATCH)  # a named quiet period: just watch
+    used = cpu_seconds(pid) - before
+    print(f"controller CPU in {WATCH:g} s of WaitingForSync after a restart: {used:.2f} s")
+    assert used < CPU_LIMIT, f"the controller spent {used:.2f} s of CPU in {WATCH:g} s idle"

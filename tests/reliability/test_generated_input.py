@@ -301,3 +301,69 @@ def test_a_request_time_that_does_not_parse_blocks_nothing_and_the_message_says_
     if not automatic:
         written = app.request_sync(at=datetime.now(UTC))  # nothing handled yet: pending
         wait_handled(app, HANDLED, datetime.fromisoformat(written))
+
+
+# -- status fields the controller reads --------------------------------------------------------
+#: The status times the controller parses, and what else a status with that time needs.
+STATUS_TIMES = ("lastHandledSyncAt", "lastHandledForceSyncAt", "rollout.startedAt")
+status_times = st.one_of(
+    rfc3339_times().map(lambda found: found[0]),
+    st.tuples(rfc3339_times(), st.sampled_from(sorted(SAME_INSTANT | {"leap second"}))).map(
+        lambda drawn: variant(drawn[0][0], drawn[1])
+    ),
+    garbage,
+)
+
+
+def status_with(field: str, text: str, render: str) -> Obj:
+    if field == "rollout.startedAt":
+        return {"rollout": {"phase": "Progressing", "renderRef": render, "startedAt": text}}
+    return {field: text}
+
+
+@settings(GENERATED, max_examples=BATCHES // 4)
+@given(
+    values=st.lists(
+        st.tuples(st.sampled_from(STATUS_TIMES), status_times), min_size=BATCH, max_size=BATCH
+    )
+)
+def test_every_status_time_the_api_server_stores_leaves_the_controller_working(
+    releases: Releases,
+    source: str,
+    still_working: Callable[[], None],
+    values: list[tuple[str, str]],
+) -> None:
+    """A status is the controller's own record, but anyone with the right may write it, and the
+    API server stores every value its `date-time` format accepts (a lower-case t and z among
+    them). With each such value in a status field the controller reads, the next reconcile
+    still runs to its end: a new render after a /sync is reported in status.renderRef."""
+    rollouts = {"failurePolicy": {"healthTimeout": "1h"}}
+    batch = {f"status-{next(names)}": value for value in values}
+    for name, (field, _) in batch.items():
+        spec = {"source": {"name": source}, "syncPolicy": {"automatic": True}}
+        create(releases, name, {**spec, **(rollouts if field.startswith("rollout") else {})})
+    first = wait_all(releases, list(batch), lambda r: clear_applied(r), "a first reconcile")
+    stored = []
+    for name, (field, text) in batch.items():
+        render = first[name]["status"]["renderRef"]
+        try:
+            body = {"status": status_with(field, text, render)}
+            App(releases, name).patch(body, subresource="status")
+        except client.ApiException as refused:
+            assert refused.status == 422, f"{field} {text!r}: {refused.status} {refused.body}"
+            tally["status time refused by the schema"] += 1
+            continue
+        stored.append(name)
+        tally[f"status {field} stored"] += 1
+    App(releases, "shared").set_content(f"v{next(names)}")
+    for name in stored:
+        App(releases, name).request_sync()
+    before = {name: first[name]["status"]["renderRef"] for name in stored}
+    wait_all(
+        releases,
+        stored,
+        lambda r: (r.get("status") or {}).get("renderRef") != before[r["metadata"]["name"]],
+        "the new render reported after a /sync",
+    )
+    delete_batch(releases, list(batch))
+    still_working()

@@ -12,6 +12,7 @@ from convoy.synctime import (
     EXAMPLE,
     format_sync_time,
     is_pending,
+    parse_status_time,
     parse_sync_time,
     truncate_to_second,
 )
@@ -125,3 +126,21 @@ def test_is_pending_compares_aware_datetimes_in_utc() -> None:
     same_second = datetime(2026, 11, 29, 16, 5, 9, 999999, tzinfo=PLUS2)
     assert not is_pending(same_second, BASE)
     assert is_pending(same_second + timedelta(microseconds=1), BASE)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-29t14:05:09z",
+        "2026-11-29T14:05:09z",
+        "2026-11-29t16:05:09+02:00",
+        "2026-11-29T14:05:09.000000001Z",
+    ],
+)
+def test_a_status_time_is_read_as_the_api_server_stores_it(text: str) -> None:
+    """RFC 3339 allows a lower-case t and z, and a status's date-time format lets the API
+    server store them: the controller reads them (the annotation parser stays Go's)."""
+    assert truncate_to_second(parse_status_time(text)) == BASE
+    if text[10] == "t" or text.endswith("z"):
+        with pytest.raises(ValueError):
+            parse_sync_time(text)
