@@ -200,6 +200,11 @@ RULES: tuple[Rule, ...] = (
         ("in-sync", "In sync (MAN-1): no apply, no dry run, drift stays."),
         ("different", "A different render (MAN-2): no apply, no dry run."),
         ("never-applied", "Nothing applied yet (MAN-2): no apply, no dry run."),
+        (
+            "no-rollback",
+            "A rollout whose healthTimeout passes (failurePolicy action Rollback) is not rolled "
+            "back: a rollback is an apply; the rollout ends Failed.",
+        ),
     ),
     rule(
         "SYNC-1",
@@ -219,6 +224,11 @@ RULES: tuple[Rule, ...] = (
         ("later", "A change to a later time starts a reconcile."),
         ("earlier", "A change to an earlier time starts a reconcile."),
         ("removed", "Removing the annotation starts a reconcile."),
+        (
+            "same-instant",
+            "The same instant written in another form (another UTC offset) is a change of the "
+            "annotation, and starts a reconcile.",
+        ),
         (
             "while-reconciling",
             "A change that comes while the Release is being reconciled starts another "
@@ -311,6 +321,12 @@ RULES: tuple[Rule, ...] = (
             "After a wait (Pinned) the next periodic reconcile applies the request once "
             "nothing holds it, without a new one.",
         ),
+        (
+            "render-failure",
+            "When the render cannot be made (SourceNotReady, ValuesNotReady, "
+            "ClusterNotReady) the request stays pending, and the backoff retry that renders "
+            "applies it, without a new one.",
+        ),
     ),
     rule(
         "SYNC-7",
@@ -357,6 +373,11 @@ RULES: tuple[Rule, ...] = (
             "wave-complete",
             "A wave completes when every Release of it is Applied and Healthy: one alone "
             "sends no /sync.",
+        ),
+        (
+            "wave-once",
+            "A wave completes once: its Releases updated again while Applied and Healthy (an "
+            "annotation, a reconcile that applies the same render) send no more /syncs.",
         ),
         (
             "wave-by-apply",

@@ -37,6 +37,14 @@ class Point:
     def ok(self) -> bool:
         return self.measured is not None and self.low <= self.measured <= self.high
 
+    def describe(self) -> str:
+        """What a failure message says of it: measured, expected, and the accepted band."""
+        measured = "nothing" if self.measured is None else f"{self.measured:.3f} s"
+        return (
+            f"{measured} measured for {self.expected:g} s "
+            f"(accepted {self.low:.3f}..{self.high:.3f} s)"
+        )
+
 
 def record(
     what: str,

@@ -17,7 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The modules that register them, one per section of the document, and the variants.
-MODULES = ("mode", "sync", "force", "triggers", "requeue", "backoff", "plugin", "variants")
+MODULES = (
+    "mode",
+    "sync",
+    "force",
+    "triggers",
+    "requeue",
+    "backoff",
+    "plugin",
+    "variants",
+    "shapes",
+)
 
 
 @dataclass(frozen=True)

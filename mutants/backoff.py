@@ -92,6 +92,38 @@ def interval_takes_the_retries_place() -> None:
         return original(self, key, result)
 
 
+@mutant("interval-also-after-a-transient-failure", "BACK-1.with-interval")
+def interval_also_after_a_transient_failure() -> None:
+    """After a transient failure the periodic reconcile is scheduled too, beside the backoff
+    retry (every outcome schedules it, thought the author): with an interval shorter than a
+    retry's delay, the Release is retried every interval."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        decided = original(self, key, result)
+        interval = result.policy.interval if result.policy else 0
+        if result.outcome.reason.transient and interval > 0:
+            self.queue.add_after(key, interval)
+        return decided
+
+
+@mutant("failures-counted-per-reason", "BACK-4.nothing-else")
+def failures_counted_per_reason() -> None:
+    """The failure count starts again when the transient reason changes (a count per cause):
+    a source deleted halfway up a ladder of refused applies retries after the first delay."""
+    last: dict[str, Reason] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        reason = result.outcome.reason
+        with lock:
+            before, last[key] = last.get(key), reason
+        if reason.transient and before is not None and before.transient and before != reason:
+            self.queue.forget(key)
+        return original(self, key, result)
+
+
 @mutant("failures-counted-per-name", "BACK-1.per-release")
 def failures_counted_per_name() -> None:
     """The failure count is kept by the Release's name alone: a Release of the same name in

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from convoy import api, apply, policy, reconciler, render, synctime
+from convoy import api, apply, controller, policy, reconciler, render, synctime, triggers
 from convoy.api import Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
@@ -88,6 +88,29 @@ def automatic_applies_only_changes() -> None:
     def skip(original, self, target, status: Obj, current) -> None:
         if (status.get("lastSuccessful") or {}).get("renderRef") != current.ref:
             original(self, target, status, current)
+
+
+@mutant("resync-applies-only-changes-with-an-interval", "AUTO-1.unchanged")
+def resync_applies_only_changes_with_an_interval() -> None:
+    """A resync's reconcile of an automatic Release that has an interval skips the apply when
+    the render did not change: its periodic reconcile would apply it anyway."""
+    resync_only = threading.local()
+
+    @wrap(controller.Controller, "_process")
+    def process(original, self, key: str) -> None:
+        with self._why_lock:
+            resync_only.now = self._why.get(key) == {triggers.RESYNC}
+        try:
+            original(self, key)
+        finally:
+            resync_only.now = False
+
+    @wrap(reconciler.Reconciler, "_remembered_apply")
+    def skip(original, self, release: Obj, target, result, current) -> None:
+        unchanged = (result.status.get("lastSuccessful") or {}).get("renderRef") == current.ref
+        periodic = result.policy is not None and result.policy.interval > 0
+        if not (getattr(resync_only, "now", False) and unchanged and periodic):
+            original(self, release, target, result, current)
 
 
 @mutant("apply-stops-after-the-first-object", "AUTO-1.whole-render")
@@ -334,3 +357,19 @@ def first_render_validated() -> None:
             current = reconciler.render_release(self._core, release, target)
             apply.dry_run(target, list(current.objects))
         return outcome
+
+
+@mutant("manual-mode-rolls-back", "MAN-3.no-rollback")
+def manual_mode_rolls_back() -> None:
+    """A rollout whose healthTimeout passed is rolled back in manual mode too, with no /sync:
+    the rollout's bookkeeping comes before the mode check, and applies."""
+
+    @wrap(reconciler.Reconciler, "_check_rollout")
+    def check_rollout(original, self, release: Obj, target, result, failure) -> None:
+        read = result.policy
+        if read is not None:
+            result.policy = _with_mode(read, True)
+        try:
+            original(self, release, target, result, failure)
+        finally:
+            result.policy = read

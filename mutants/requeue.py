@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from typing import Any
@@ -152,6 +153,18 @@ def interval_in_whole_seconds() -> None:
     def of(original, release: Obj):
         read = original(release)
         return _with_interval(read, float(int(read.interval)))
+
+
+@mutant("interval-rounded-up-to-whole-seconds", "INT-1.period")
+def interval_rounded_up_to_whole_seconds() -> None:
+    """The interval is rounded up to whole seconds (a timer of second granularity that never
+    fires early): 500ms becomes 1 s, 2300ms 3 s. Each period is late by less than one gap's
+    slack; only their sum tells."""
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        return _with_interval(read, float(math.ceil(read.interval)))
 
 
 @mutant("duration-read-to-its-first-term", "INT-1.period")

@@ -118,6 +118,23 @@ def sync_trigger_only_when_later() -> None:
         return found if synctime.parse_sync_time(_sync_at(event.new)) > old else None
 
 
+@mutant("sync-trigger-compares-instants", "SYNC-2.same-instant")
+def sync_trigger_compares_instants() -> None:
+    """A change of sync-requested-at starts a reconcile only when the time it holds changes:
+    the same instant written in another UTC offset is taken for no change."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found != "sync-requested" or not _sync_at(event.old) or not _sync_at(event.new):
+            return found
+        try:
+            old, new = (synctime.parse_sync_time(_sync_at(o)) for o in (event.old, event.new))
+        except ValueError:
+            return found
+        return found if old != new else None
+
+
 @mutant("sync-trigger-compares-to-the-second", "SYNC-2.later")
 def sync_trigger_compares_to_the_second() -> None:
     """A change of sync-requested-at starts a reconcile only when its second changes: the
@@ -419,6 +436,16 @@ def failed_hook_request_dropped() -> None:
     _mark_handled_when(frozenset({Reason.HOOK_FAILED}))
 
 
+@mutant("render-failure-request-dropped", "SYNC-6.render-failure")
+def render_failure_request_dropped() -> None:
+    """A request whose render cannot be made (its source, values or Cluster not ready) is
+    recorded as handled: the author took the retry for the controller's business, not the
+    request's."""
+    _mark_handled_when(
+        frozenset({Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY})
+    )
+
+
 @mutant("failed-request-forgotten", "SYNC-6.transient-failure")
 def failed_request_forgotten() -> None:
     """A request whose apply failed is remembered (in memory) as done and not tried again."""
@@ -602,6 +629,17 @@ def wave_sync_to_the_wave_above_by_one() -> None:
 def wave_completed_by_any_release() -> None:
     """A wave counts as complete when any one of its Releases becomes Applied and Healthy."""
     waves.wave_completed = lambda old, new, others: not waves.settled(old) and waves.settled(new)
+
+
+@mutant("wave-completed-at-every-update", "SYNC-9.wave-once")
+def wave_completed_at_every_update() -> None:
+    """Each update of a Release of a complete wave sends the next wave its /syncs: the author
+    checked that the wave is complete, not that this change completed it."""
+
+    @wrap(waves, "wave_completed")
+    def wave_completed(original, old: Obj, new: Obj, others) -> bool:
+        unsettled = {**old, "status": {}}
+        return original(unsettled, new, others)
 
 
 @mutant("wave-completed-only-by-health", "SYNC-9.wave-by-apply")

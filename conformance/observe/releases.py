@@ -19,9 +19,9 @@ import yaml
 from kubernetes import client
 
 from conformance.kube import dynamic_api, read_or_none
-from conformance.observe.witness import Attempt, Recorder, WitnessTimeout
+from conformance.observe.witness import Attempt, Recorder
 from conformance.polling import poll_until, quiet_period
-from conformance.timing import Timing
+from conformance.timing import Timing, parse_seconds
 from convoyapi import API_VERSION, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 #: A well-formed renderRef that no render has: a pin to it holds every render.
@@ -205,11 +205,17 @@ class App:
                 raise
             core.create_namespaced_config_map(self.namespace, body)
 
-    def new_render(self, content: str = "v2", *, extra: list[Obj] | None = None) -> Revealed:
+    def new_render(
+        self, content: str = "v2", *, extra: list[Obj] | None = None, settled: bool = False
+    ) -> Revealed:
         """Give the source new content (no event); return a test of the Release: has a
         reconcile since written the new render's renderRef to status? Every reconcile does,
-        holds included, so it reveals a reconcile that applies nothing."""
-        before = self.status()["renderRef"]
+        holds included, so it reveals a reconcile that applies nothing. The renderRef it
+        compares with is the one the last reconcile wrote: `settled` when the caller knows
+        that reconcile has ended (its last trace seen), else read once the status has stayed
+        the same for `timing.settle`."""
+        before = (self.status() if settled else self.settled_status()).get("renderRef")
+        assert before, f"Release {self.namespace}/{self.name}: no renderRef in its status"
         self.set_content(content, extra=extra)
         return lambda release: (release.get("status") or {}).get("renderRef") != before
 
@@ -276,6 +282,32 @@ class App:
 
     def status(self) -> Obj:
         return self.get().get("status") or {}
+
+    def settled_status(self) -> Obj:
+        """The status once what the document and the API reference say of it has stayed the
+        same for `timing.settle`: what the last reconcile wrote, however many writes that took
+        (a condition first and the rest after it, say), and whatever else it writes at each
+        reconcile. Read a field beside the one a test waited for here."""
+        timing, status = self.releases.timing, self.status()
+        stable_since = self.releases.recorder.mark()
+
+        def stable() -> bool:
+            nonlocal status, stable_since
+            now, read = self.releases.recorder.mark(), self.status()
+            if documented(read) != documented(status):
+                status, stable_since = read, now
+            return now - stable_since >= timing.settle
+
+        poll_until(
+            stable,
+            timeout=timing.reconcile,
+            step=POLL,
+            failure=lambda: AssertionError(
+                f"Release {self.namespace}/{self.name}: its status did not stay the same for "
+                f"{timing.settle:g} s within {timing.reconcile:g} s: {documented(status)}"
+            ),
+        )
+        return status
 
     def wait_for(
         self, predicate: Callable[[Obj], bool], what: str, timeout: float | None = None
@@ -351,6 +383,15 @@ class App:
             f"Applied={status} with reason {reason}",
             timeout,
         )
+
+    def wait_rollout(self, phase: str, timeout: float | None = None) -> Obj:
+        """Wait until status.rollout is in `phase`; return the rollout."""
+        release = self.wait_for(
+            lambda r: ((r.get("status") or {}).get("rollout") or {}).get("phase") == phase,
+            f"rollout phase {phase}",
+            timeout,
+        )
+        return release["status"]["rollout"]
 
     def wait_content(self, content: str, timeout: float | None = None) -> Obj:
         """Wait until the rendered object holds `content` in the target."""
@@ -434,25 +475,72 @@ class App:
             seconds, since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
         )
 
-    def reconcile_time(self, since: float) -> float:
+    def reconcile_time(self, since: float, *, calm: float | None = None) -> float:
         """How long the reconcile that an event at `since` started took, as the witness saw
-        it: up to the status write that ended it (or its last apply attempt, if it wrote
-        none). Timing tests add it to their bands: it is the controller's own time, which
+        it: up to its last trace (`reconcile_end`). Call it once the reconcile's outcome
+        shows. Timing tests add it to their bands: it is the controller's own time, which
         every measured period and delay includes once."""
+        return self.reconcile_end(since, calm=calm) - since
+
+    def reconcile_end(self, since: float, *, calm: float | None = None) -> float:
+        """When the reconcile that an event at `since` started ended, as the witness saw it.
+        Call it once the reconcile's outcome shows: it ended with its last trace by then (a
+        write of this Release's status, an apply or a dry run of its render), or with the
+        writes that followed that one each within `calm` seconds (default:
+        `pause_between_reconciles`; less where a retry follows sooner): the rest of an outcome
+        written in several patches. Pauses before the outcome showed are the reconcile's own
+        (a condition written when it starts, a slow render), whatever their length."""
         recorder, timing = self.releases.recorder, self.releases.timing
-        try:
-            written = recorder.wait_for(
-                since=since,
-                kind="Release",
-                name=self.name,
-                subresource="status",
-                where=not_by_suite,
-                timeout=timing.reconcile,
-            )
-        except WitnessTimeout:
-            seen = self.attempts(since=since)
-            return seen[-1].at - since if seen else 0.0
-        return written[0].at - since
+        calm = self.pause_between_reconciles() if calm is None else calm
+        shown = recorder.mark()
+        end: float | None = None
+
+        def ended() -> bool:
+            nonlocal end
+            times = [trace.at for trace in self.traces(since=since)]
+            before = [at for at in times if at <= shown]
+            if not before:
+                return False
+            end = before[-1]
+            for at in times[len(before) :]:
+                if at - end >= calm:
+                    return True
+                end = at
+            return recorder.mark() - end >= calm
+
+        poll_until(
+            ended,
+            timeout=timing.reconcile,
+            step=POLL,
+            failure=lambda: AssertionError(
+                f"Release {self.namespace}/{self.name}: no trace of a reconcile since the event, "
+                f"or its writes never paused for {calm:g} s, within {timing.reconcile:g} s"
+            ),
+        )
+        assert end is not None
+        return end
+
+    def pause_between_reconciles(self) -> float:
+        """A pause of the controller's traces that ends a reconcile: `timing.settle`, or half
+        the Release's interval where that is shorter (the next periodic reconcile comes then)."""
+        written = ((self.get().get("spec") or {}).get("syncPolicy") or {}).get("interval")
+        interval = parse_seconds(written) if written else 0.0
+        return (
+            min(self.releases.timing.settle, interval / 2)
+            if interval
+            else self.releases.timing.settle
+        )
+
+    def reconcile_end_before(self, since: float, before: float) -> float | None:
+        """When the reconcile an event at `since` started ended, given that the next one's
+        first apply or dry run came at `before` (a backoff retry): the trace before the
+        longest pause of the traces in between, the retry's delay. A reconcile that writes a
+        condition when it starts, or its status in several patches, ends at its last write."""
+        times = [trace.at for trace in self.traces(since=since) if trace.at < before]
+        if not times:
+            return None
+        pauses = zip(times, [*times[1:], before], strict=True)
+        return max(pauses, key=lambda pause: pause[1] - pause[0])[0]
 
     def is_trace(self, attempt: Attempt) -> bool:
         """Is `attempt` something a reconcile of this Release leaves with the witness: an
@@ -480,6 +568,30 @@ class App:
             where=not_by_suite,
             message="apply refused for the test",
         )
+
+
+#: The conditions the API reference defines; a controller may write others (kstatus's
+#: Reconciling, say), which the suite never reads.
+DOCUMENTED_CONDITIONS = ("Applied", "Healthy")
+
+
+def documented(status: Obj) -> Obj:
+    """What the API reference says of a Release's status, without the times a controller may
+    write at each reconcile: its conditions' status, reason and message, the renders, the
+    handled requests, the rollout."""
+    conditions = {
+        c["type"]: (c.get("status"), c.get("reason"), c.get("message"))
+        for c in status.get("conditions") or []
+        if c.get("type") in DOCUMENTED_CONDITIONS
+    }
+    return {
+        "conditions": conditions,
+        "renderRef": status.get("renderRef"),
+        "lastSuccessful": (status.get("lastSuccessful") or {}).get("renderRef"),
+        "lastHandledSyncAt": status.get("lastHandledSyncAt"),
+        "lastHandledForceSyncAt": status.get("lastHandledForceSyncAt"),
+        "rollout": status.get("rollout"),
+    }
 
 
 def applied_is(release: Obj, status: str, reason: str) -> bool:

@@ -13,11 +13,12 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from itertools import pairwise
 
 from kubernetes import client
 
 from conformance.namespaces import RUN_LABEL, delete_namespace
-from conformance.observe.releases import App, Releases
+from conformance.observe.releases import App, Releases, not_by_suite
 from conformance.observe.witness import Witness, WitnessTimeout
 from conformance.timing import Timing
 
@@ -100,8 +101,10 @@ class ResyncClock:
 
     def longest_slot(self) -> float:
         """The longest quiet period that fits between two ticks: a slot of it starts right
-        after a tick's burst has settled."""
-        return self.period - self._timing.slack(0) - self.settle - 0.1
+        after a tick's burst has settled, within `timing.settle` of that (a wait's wake-up
+        comes late on a loaded machine; a slot that must start at once would be missed at
+        every tick)."""
+        return self.period - self._timing.slack(0) - self.settle - self._timing.settle
 
     def quiet_slot(self, length: float) -> None:
         """Return when a period of `length` seconds free of resync ticks starts now."""
@@ -121,16 +124,45 @@ class ResyncClock:
                     )
                     return
                 continue
-            if now < last + self.settle:
+            # No later than the last start of a slot before the next tick: writes that go on
+            # (a test's own short interval) are no burst.
+            drained = self._burst_end(last) + self._timing.settle
+            settled = max(last + self.settle, min(drained, last + self.period - length - guard))
+            if now < settled:
                 # The settle period, a named quiet period: the reconciles of a resync burst
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
-                self._sentinel.quiet(last + self.settle - now, since=self._recorder.mark())
+                self._sentinel.quiet(settled - now, since=self._recorder.mark())
                 continue
             due = last + math.ceil((now - last) / self.period) * self.period
             if now + length + guard < due:
                 return
             if self.wait_tick(after=due - guard) is None:
                 return  # the resync stopped: nothing left to keep clear of
+
+    def tick_explaining(self, at: float) -> float | None:
+        """The tick whose resync burst a controller write at `at` is part of, None if none:
+        the sentinel's reconcile and `at` linked by controller writes in this run's
+        namespaces, each within `timing.settle` of the one before (a burst's reconciles come
+        one after another at the controller's speed, the sentinel's anywhere among them)."""
+        writes = self._witness.times(since=at - self.period, where=not_by_suite)
+        for tick in self.ticks():
+            low, high = sorted((tick, at))
+            chain = [low, *(w for w in writes if low < w < high), high]
+            if all(later - earlier < self._timing.settle for earlier, later in pairwise(chain)):
+                return tick
+        return None
+
+    def _burst_end(self, tick: float) -> float:
+        """When the burst of reconciles the resync at `tick` started ended, as far as this
+        run's namespaces show it: the controller's last write before a pause of
+        `timing.settle` (a controller of one worker and slow reconciles drains a burst of a
+        few Releases in seconds)."""
+        end = tick
+        for at in self._witness.times(since=tick, where=not_by_suite):
+            if at - end >= self._timing.settle:
+                break
+            end = at
+        return end
 
     def overdue(self) -> float | None:
         """Seconds past its due time (the period and the band's late side after the last tick,

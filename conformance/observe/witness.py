@@ -542,6 +542,15 @@ class Witness:
             recorder = self._recorders.get(request.get("namespace") or "", self.strays)
         return recorder.review(request, at, wall)
 
+    def times(self, *, since: float, where: Callable[[Attempt], bool]) -> list[float]:
+        """The times of the attempts `where` accepts since `since`, in every namespace the
+        witness watches (its status writes too), in order."""
+        with self._lock:
+            recorders = list(self._recorders.values())
+        return sorted(
+            a.at for r in recorders for a in r.attempts(since=since, subresource=None, where=where)
+        )
+
     # -- watching a namespace ----------------------------------------------------------------
     def watch(self, namespace: str, *, timeout: float = LIVE_TIMEOUT) -> Recorder:
         """Register the webhook for `namespace` and return once the API server calls it."""

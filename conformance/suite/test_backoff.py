@@ -296,15 +296,20 @@ def test_the_retry_backoff_the_release_has_at_a_failure_sets_its_next_delay(
 
 
 @pytest.mark.clause("BACK-1.with-interval")
+@pytest.mark.parametrize("interval", ["1h", "1s"])
 def test_a_release_with_an_interval_retries_its_failures_on_the_ladder_too(
-    release_with: Callable[..., Ladder],
+    release_with: Callable[..., Ladder], interval: str
 ) -> None:
     """interval 1h: the periodic reconcile is an hour away; the retries keep to the ladder,
-    neither left to it nor put off."""
+    neither left to it nor put off. interval 1s, shorter than the later delays: the ladder
+    starts at the next periodic reconcile, and a failure schedules its retry, not the next
+    periodic reconcile as well: the retries do not come every second."""
     expected = [1, 2, 4]
-    ladder = release_with({"initial": "1s", "factor": 2}, interval="1h")
+    ladder = release_with({"initial": "1s", "factor": 2}, interval=interval)
     ladder.reserve(expected)
-    ladder.climb(expected, ladder.app.request_sync, what="applies refused, interval 1h")
+    # With 1s, the next periodic reconcile starts the ladder: a /sync would add a reconcile.
+    start = ladder.app.request_sync if interval == "1h" else (lambda: None)
+    ladder.climb(expected, start, what=f"applies refused, interval {interval}")
 
 
 @pytest.mark.clause("BACK-1.per-release")
@@ -435,7 +440,7 @@ def test_a_waiting_for_sync_hold_resets_the_failure_count(
     """
     ladder = release_with({"initial": "1s", "factor": 2}, automatic=False)
     app = ladder.app
-    handled = parse_time(app.status()["lastHandledSyncAt"])
+    handled = parse_time(app.settled_status()["lastHandledSyncAt"])
     app.set_content("v2")  # starts no reconcile; makes the hold below WaitingForSync
     ladder.reserve([1, 2, 4], [1, 2])
     pending = handled + timedelta(seconds=2)
@@ -496,6 +501,43 @@ def test_a_waiting_for_health_hold_resets_the_failure_count(
     ladder.outlast_applying(4, "WaitingForHealth")
     # counting on from 3 failures, the first retry would wait 1 s x 2^3 = 8 s
     ladder.climb([1, 2], app.request_sync, what="after WaitingForHealth")
+
+
+@pytest.mark.clause("BACK-4.nothing-else")
+def test_a_failure_of_another_transient_reason_counts_on(
+    release_with: Callable[..., Ladder], timing: Timing
+) -> None:
+    """Four refused applies (DeployFailed; retries after 0.5, 1 and 2 s). Then, with no
+    event, the source is deleted and the applies are let through: retry 4, due 4 s after the
+    fourth failure, fails SourceNotReady, the fifth failure. Once it has, the source comes
+    back (no event either): retry 5 is due 8 s after it, and applies then. A count per reason
+    would have started again at the new reason: retry 5 half a second after it. (The whole
+    ladder fits a development run's 30 s resync period.)"""
+    ladder = release_with({"initial": "500ms", "factor": 2})
+    app, recorder = ladder.app, ladder.app.releases.recorder
+    ladder.reserve([0.5, 1, 2, 4, 8])
+    ladder.climb([0.5, 1, 2], app.request_sync, what="4 refused applies")
+    app.releases.core.delete_namespaced_config_map(app.source_name, app.namespace)
+    recorder.allow_all()
+    app.wait_applied("False", "SourceNotReady", timeout=4 + timing.slack(4, ladder.latency))
+    fifth = recorder.mark()  # just after retry 4 ended: its status shows its reason
+    app.set_content("v1")
+    delay = 8.0
+    [applied, *_] = app.wait_attempts(
+        since=fifth, timeout=delay + timing.slack(delay, ladder.latency) + timing.reconcile
+    )
+    took = applied.at - fifth
+    print(f"retry 5 applied {took:.3f} s after retry 4 failed SourceNotReady")
+    [point] = measurements.record(
+        "retry 5, after a DeployFailed ladder turned SourceNotReady",
+        timing,
+        [delay],
+        [took],
+        ladder.latency,
+    )
+    assert point.ok, (
+        f"BACK-4.nothing-else: retry 5 after a new transient reason: {point.describe()}"
+    )
 
 
 def unappliable_then_sync(app: App) -> None:

@@ -236,19 +236,6 @@ def test_kubectl_convoy_release_sync_force_sends_the_forced_post(
     assert written[SYNC_FORCE_REQUESTED_AT] == written[SYNC_REQUESTED_AT]
 
 
-def rollout(app: App) -> dict:
-    return app.status().get("rollout") or {}
-
-
-def wait_phase(app: App, phase: str, timeout: float | None = None) -> dict:
-    app.wait_for(
-        lambda r: ((r.get("status") or {}).get("rollout") or {}).get("phase") == phase,
-        f"rollout phase {phase}",
-        timeout,
-    )
-    return rollout(app)
-
-
 @pytest.mark.parametrize(
     "ended",
     [
@@ -275,12 +262,12 @@ def test_a_forced_sync_starts_a_new_progressing_rollout_whatever_the_last_one(
     )
     if ended in ("Succeeded", "RolledBack"):  # a successful render: to end, or roll back to
         widgets.set_health(app, "worker", "Healthy")
-        wait_phase(app, "Succeeded")
+        app.wait_rollout("Succeeded")
     if ended == "RolledBack":  # a new render that never turns Healthy, with the short timeout
         app.patch({"spec": {"failurePolicy": {**failure, "healthTimeout": short}}})
         app.set_content("v2", extra=[widgets.widget("worker", version=2)])
         app.request_sync()
-    last = wait_phase(app, ended, timeout=2 + timing.slack(2) + timing.reconcile)
+    last = app.wait_rollout(ended, timeout=2 + timing.slack(2) + timing.reconcile)
     if ended == "Succeeded":  # so that the new rollout cannot succeed at once
         widgets.set_health(app, "worker", "Progressing")
         app.wait_for(lambda r: condition_status(r, "Healthy") == "False", "Healthy=False")

@@ -11,6 +11,7 @@ from conformance.observe import widgets
 from conformance.observe.releases import (
     App,
     Releases,
+    applied_automatic_app,
     condition,
     content_mutations,
     content_object,
@@ -91,6 +92,20 @@ def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
     assert app.live_object()["metadata"]["resourceVersion"] == unchanged
 
 
+@pytest.mark.clause("AUTO-1.unchanged")
+def test_the_resync_reconcile_applies_an_automatic_release_whose_interval_is_far_off(
+    releases: Releases, timing: Timing
+) -> None:
+    """interval 1h: nothing but the resync reconciles the Release within a resync period, and
+    that reconcile applies, although neither the render nor the target changed."""
+    app = applied_automatic_app(releases, sync_policy={"interval": "1h"})
+    since = releases.recorder.mark()
+    period = timing.controller_resync
+    within = period + timing.slack(period) + timing.reconcile
+    [attempt, *_] = app.wait_attempts(since=since, timeout=within)
+    print(f"the resync's reconcile applied {attempt.at - since:.1f} s later (resync {period:g} s)")
+
+
 @pytest.mark.clause("AUTO-1.whole-render")
 def test_automatic_mode_applies_every_object_of_the_render_at_each_reconcile(
     releases: Releases,
@@ -168,6 +183,36 @@ def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.live_object()["data"] == {"content": "v1"}
+
+
+@pytest.mark.clause("MAN-3.no-rollback")
+def test_manual_mode_does_not_roll_back_a_rollout_whose_health_timeout_passed(
+    releases: Releases, timing: Timing
+) -> None:
+    """failurePolicy Rollback. v1 applied at a /sync and Healthy (its rollout Succeeded:
+    its healthTimeout is one no slow observer reaches); v2, with a healthTimeout of 2s,
+    applied at the next /sync, its Widget never Healthy. The timeout passes with no /sync
+    pending: a rollback would be an apply, so the rollout ends Failed and nothing is applied
+    (v2 stays)."""
+    timeout = 2.0
+    app = releases.app(
+        "web",
+        extra=[widgets.widget("worker")],
+        failurePolicy={"action": "Rollback", "healthTimeout": "1h"},
+    )
+    app.request_sync()
+    app.wait_applied("True", "Applied")
+    widgets.set_health(app, "worker", "Healthy")
+    app.wait_rollout("Succeeded")
+    app.patch({"spec": {"failurePolicy": {"healthTimeout": f"{timeout:g}s"}}})
+    app.set_content("v2", extra=[widgets.widget("worker", version=2)])
+    app.request_sync(at=app.next_pending_time())
+    app.wait_content("v2")
+    since = app.releases.recorder.mark()
+    app.wait_rollout("Failed", timeout=timeout + timing.slack(timeout) + timing.reconcile)
+    app.stays("True", "Applied", timing.quiet)
+    assert app.attempts(since=since) == [], "applied after the rollout's healthTimeout"
+    assert app.live_object()["data"] == {"content": "v2"}, "rolled back without a /sync"
 
 
 def settle_nothing_below(app: App) -> None:

@@ -24,6 +24,7 @@ from conformance.kube import read_or_none
 from conformance.observe import widgets
 from conformance.observe.releases import (
     NO_RENDER,
+    POLL,
     SUITE_MANAGER,
     App,
     Obj,
@@ -34,10 +35,13 @@ from conformance.observe.releases import (
     content_object,
     invalid_object,
     not_by_suite,
+    parse_time,
     rfc3339,
+    same_second,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout, witness_deletes
+from conformance.polling import quiet_period
 from conformance.timing import Timing
 from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN, SYNC_REQUESTED_AT
 
@@ -100,11 +104,12 @@ def status_writes(app: App, since: float | None = None) -> list[Attempt]:
     )
 
 
-def first_failure(app: App, reason: str, since: float | None = None) -> float:
-    """Wait for Applied=False with `reason`; return when the witness saw that status written
-    (the first status write since `since`)."""
+def failure_end(app: App, reason: str, since: float, *, calm: float | None = None) -> float:
+    """Wait for Applied=False with `reason`; return when the reconcile that failed ended, as
+    the witness saw it (a reconcile may write its status in several patches, or a condition
+    when it starts: its last trace ends it)."""
     app.wait_applied("False", reason)
-    return status_writes(app, since)[0].at
+    return app.reconcile_end(since, calm=calm)
 
 
 def ticks_note(resync_clock: ResyncClock, start: float, end: float) -> str:
@@ -135,6 +140,25 @@ class Transient:
     sync_policy: ClassVar[Obj] = AUTOMATIC
     #: the Applied condition once the retry has removed the failure
     settled: ClassVar[tuple[str, str]] = ("True", "Applied")
+    #: manual mode with a /sync pending at the Release's creation (see `requested`): the time
+    requested: datetime | None = None
+
+    def with_request(self) -> Transient:
+        """This case in manual mode with a /sync pending when the Release is created: the
+        render cannot be made, the request stays pending (SYNC-6), and the backoff retry that
+        renders applies it, with no new request."""
+        twin = copy.copy(self)
+        twin.requested = datetime.now(UTC)  # set again at the creation
+        return twin
+
+    def policy(self) -> Obj:
+        return MANUAL if self.requested else self.sync_policy
+
+    def annotations(self) -> dict[str, str]:
+        if not self.requested:
+            return {}
+        self.requested = datetime.now(UTC)
+        return {SYNC_REQUESTED_AT: rfc3339(self.requested)}
 
     def prepare(self, releases: Releases) -> App:
         """What must happen before the measurement starts."""
@@ -165,6 +189,12 @@ class Transient:
 
     def check(self, app: App) -> None:
         assert app.live_object()["data"] == {"content": "v1"}
+        if self.requested:
+            handled = app.settled_status().get("lastHandledSyncAt")
+            assert handled and same_second(parse_time(handled), self.requested), (
+                f"SYNC-6.render-failure: lastHandledSyncAt {handled}, not the pending request "
+                f"of {self.requested:%H:%M:%S}"
+            )
 
     def span(self, timing: Timing) -> float:
         """Seconds from the start of the measurement to the latest recovery the test accepts."""
@@ -175,10 +205,10 @@ class Transient:
 
     @property
     def clause(self) -> str:
-        return f"REQ-1.{self.reason}"
+        return "SYNC-6.render-failure" if self.requested else f"REQ-1.{self.reason}"
 
     def __repr__(self) -> str:
-        return self.reason
+        return f"{self.reason}-request-pending" if self.requested else self.reason
 
 
 class SourceNotReady(Transient):
@@ -187,7 +217,7 @@ class SourceNotReady(Transient):
     reason = "SourceNotReady"
 
     def fail(self, app: App) -> None:
-        create_release(app, self.sync_policy)
+        create_release(app, self.policy(), self.annotations())
 
     def fix(self, app: App) -> None:
         app.set_content("v1")
@@ -230,7 +260,8 @@ class ValuesNotReady(Transient):
 
     def fail(self, app: App) -> None:
         app.set_content("${greeting}")
-        create_release(app, self.sync_policy, values={"configMapRef": {"name": self.values(app)}})
+        values = {"configMapRef": {"name": self.values(app)}}
+        create_release(app, self.policy(), self.annotations(), values=values)
 
     def fix(self, app: App) -> None:
         body = {"metadata": {"name": self.values(app)}, "data": {"greeting": "v1"}}
@@ -246,7 +277,7 @@ class ClusterNotReady(Transient):
 
     def fail(self, app: App) -> None:
         app.set_content("v1")
-        create_release(app, self.sync_policy, clusterRef={"name": self.cluster})
+        create_release(app, self.policy(), self.annotations(), clusterRef={"name": self.cluster})
 
     def fix(self, app: App) -> None:
         body = {
@@ -361,6 +392,10 @@ TRANSIENT = [
     DeployFailed(),
     PruneFailed(),
     ManualSourceNotReady(),
+    # manual mode, a /sync pending, and the render cannot be made
+    SourceNotReady().with_request(),
+    ValuesNotReady().with_request(),
+    ClusterNotReady().with_request(),
 ]
 
 
@@ -379,7 +414,8 @@ def test_a_transient_failure_is_retried_with_backoff(
     resync_clock.quiet_slot(span)
     start = releases.recorder.mark()
     case.fail(app)
-    first = first_failure(app, case.reason, since=start)
+    # The first failure's end, found before retry 1 could come.
+    first = failure_end(app, case.reason, start, calm=BACKOFF.delay(1) / 2)
     latency = first - start  # the controller's own reconcile time, in every retry
     retries = range(1, FAILURES_BEFORE_FIX)
     if not case.traced:
@@ -508,7 +544,7 @@ class NewRender(NotTransient):
         return []
 
     def change(self, app: App) -> Revealed:
-        return app.new_render(extra=self.extra())
+        return app.new_render(extra=self.extra(), settled=True)  # after `failure_end`
 
 
 class Unappliable(NotTransient):
@@ -686,14 +722,16 @@ def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
     """No interval: after the first failure nothing reconciles the Release during the quiet
     period, although its retryBackoff would retry after 1 s and 3 s.
 
-    What is observable: right after the failure the test makes a change that any later
-    reconcile reveals, and a reconcile leaves traces with the witness: for Unappliable the dry
-    run of the render and then its apply, for WaitingForSync a status write with the new
-    renderRef, for Unsupported a status write that restores the Applied message the suite
-    overwrote. So a backoff retry shows as a trace, and as the change revealed on the Release.
-    At the end a /sync (an event) reconciles the Release and reveals the change: proof that the
-    quiet period would have shown a retry. The "-request-pending" cases run in manual mode with
-    a /sync pending from the start: a request that stays pending (SYNC-6) waits like the rest.
+    What is observable: once the failing reconcile has ended (its last status write: a
+    reconcile may write several, or a condition when it starts), the test makes a change that
+    any later reconcile reveals in the Release's status: for Unappliable, Pinned and HookFailed
+    it then dry-runs and applies, for the waits it writes a new renderRef, for Unsupported it
+    writes back the Applied message the suite overwrote. So a backoff retry shows as an apply
+    or a dry run, or as the change revealed on the Release; status writes that reveal nothing
+    count for nothing. At the end a /sync (an event) reconciles the Release and reveals the
+    change: proof that the quiet period would have shown a retry. The "-request-pending" cases
+    run in manual mode with a /sync pending from the start: a request that stays pending
+    (SYNC-6) waits like the rest.
     What is not observable: a reconcile that writes nothing and changes nothing. For
     Unsupported the probe covers that only if the controller writes status when it differs
     from its outcome; a controller that retried Unsupported but skipped the write from memory
@@ -701,25 +739,31 @@ def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
     """
     quiet = timing.quiet_for(BACKOFF.delay(1), BACKOFF.delay(2))
     case.prepare(releases)
-    resync_clock.quiet_slot(timing.slack(0) + quiet)
+    resync_clock.quiet_slot(timing.slack(0) + timing.settle + quiet)
+    created = releases.recorder.mark()
     app = case.start(releases, case.policy())
-    failed = first_failure(app, case.reason)
+    failed = failure_end(app, case.reason, created)
     revealed = case.change(app)
     changed = releases.recorder.mark()
-    traces = releases.recorder.quiet(
-        failed + quiet - changed, since=failed + 1e-6, subresource=None, where=app.is_trace
-    )
+
+    def not_reconciled() -> None:
+        seen, release = app.attempts(since=failed + 1e-6), app.get()
+        note = ticks_note(resync_clock, failed, releases.recorder.mark())
+        assert seen == [], (
+            f"reconciled {seen[0].at - failed:.2f} s after a {case.reason} failure with no "
+            f"event: {seen[0].describe()}{note}"
+        )
+        assert not revealed(release), (
+            f"reconciled within {releases.recorder.mark() - failed:.2f} s of a {case.reason} "
+            f"failure with no event: the change made after it is in its status{note}"
+        )
+        assert condition(release)["reason"] == case.reason, condition(release)
+
+    quiet_period(not_reconciled, seconds=failed + quiet - changed, step=POLL)
     print(
         f"{case.reason}: change made {changed - failed:.2f} s after the failure; quiet for "
-        f"{quiet:g} s from the failure: {len(traces)} trace(s)"
+        f"{quiet:g} s from the failure: no apply, no dry run, the change not revealed"
     )
-    note = ticks_note(resync_clock, failed, failed + quiet)
-    assert traces == [], (
-        f"reconciled {traces[0].at - failed:.2f} s after a {case.reason} failure with no event: "
-        f"{traces[0].describe()}{note}"
-    )
-    release = app.get()
-    assert (condition(release)["reason"], revealed(release)) == (case.reason, False)
 
     app.request_sync()
     app.wait_for(revealed, f"a reconcile after /sync revealing the change ({case.reason})")
@@ -736,7 +780,7 @@ def test_a_reason_that_is_not_transient_is_checked_again_at_the_periodic_reconci
     resync_clock.quiet_slot(timing.reconcile + interval + timing.slack(interval))
     created = releases.recorder.mark()
     app = case.start(releases, {**case.sync_policy, "interval": f"{interval:g}s"})
-    failed = first_failure(app, case.reason)
+    failed = failure_end(app, case.reason, created)
     latency = failed - created  # the controller's own reconcile time
     revealed = case.change(app)
     changed = releases.recorder.mark()

@@ -52,7 +52,9 @@ def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
 
 
 def last_handled(app: App) -> datetime:
-    return parse_time(app.status()["lastHandledSyncAt"])
+    """status.lastHandledSyncAt once the status has settled (it may come after the condition
+    a test waited for)."""
+    return parse_time(app.settled_status()["lastHandledSyncAt"])
 
 
 def wait_handled(app: App, request: datetime) -> None:
@@ -95,20 +97,24 @@ def test_post_sync_writes_the_current_time_on_the_named_release(
 
 #: The annotation's value before each change: a minute ago, a tenth into its second.
 BEFORE_CHANGE = ago(60).replace(microsecond=100_000)
-#: Changes of sync-requested-at from BEFORE_CHANGE (None: removed). Any change counts, also
-#: one within the same second, which no comparison to the second would see.
+#: Changes of sync-requested-at from BEFORE_CHANGE (None: removed), each with its clause. Any
+#: change counts: one within the same second, which no comparison to the second would see, and
+#: the same instant in another UTC offset, which no comparison of instants would.
 CHANGES = {
-    "later": rfc3339(datetime.now(UTC)),
-    "later-in-the-same-second": rfc3339(BEFORE_CHANGE.replace(microsecond=600_000)),
-    "earlier": rfc3339(ago(3600)),
-    "removed": None,
+    "later": (rfc3339(datetime.now(UTC)), "SYNC-2.later"),
+    "later-in-the-same-second": (
+        rfc3339(BEFORE_CHANGE.replace(microsecond=600_000)),
+        "SYNC-2.later",
+    ),
+    "earlier": (rfc3339(ago(3600)), "SYNC-2.earlier"),
+    "removed": (None, "SYNC-2.removed"),
+    "same-instant": (rfc3339(BEFORE_CHANGE, offset=timedelta(hours=2)), "SYNC-2.same-instant"),
 }
 
 
 @pytest.mark.clause("TRIG-3.sync-requested-at")
 @pytest.mark.parametrize(
-    "change",
-    [case(name, name, f"SYNC-2.{name.split('-')[0]}") for name in CHANGES],
+    "change", [case(name, name, clause) for name, (_, clause) in CHANGES.items()]
 )
 def test_a_change_of_sync_requested_at_starts_a_reconcile(
     releases: Releases, resync_clock: ResyncClock, timing: Timing, change: str
@@ -120,7 +126,7 @@ def test_a_change_of_sync_requested_at_starts_a_reconcile(
     app.wait_applied("True", "Applied")
     resync_clock.quiet_slot(timing.reconcile)  # only the change can explain a reconcile
     since = app.releases.recorder.mark()
-    app.annotate({SYNC_REQUESTED_AT: CHANGES[change]})
+    app.annotate({SYNC_REQUESTED_AT: CHANGES[change][0]})
     attempt = app.wait_attempts(since=since)[0]
     print(f"{change}: apply attempt {attempt.at - since:.3f} s after the annotation changed")
 
@@ -149,7 +155,7 @@ def test_a_change_during_a_reconcile_starts_another_one_after_it(
 def test_a_pending_request_is_applied_and_recorded_as_handled(releases: Releases) -> None:
     app = releases.app("web")
     app.wait_applied("False", "WaitingForSync")
-    assert "lastHandledSyncAt" not in app.status(), "lastHandledSyncAt before any apply"
+    assert "lastHandledSyncAt" not in app.settled_status(), "lastHandledSyncAt before any apply"
     written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("True", "Applied")
     assert app.live_object()["data"] == {"content": "v1"}
@@ -285,7 +291,9 @@ def test_a_failed_apply_leaves_the_request_pending_and_the_retry_applies_it(
     written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("False", "DeployFailed")
     app.wait_attempts(count=2)  # the first apply and at least one retry, both refused
-    assert "lastHandledSyncAt" not in app.status(), "lastHandledSyncAt written after a failure"
+    assert "lastHandledSyncAt" not in app.settled_status(), (
+        "lastHandledSyncAt written after a failure"
+    )
     app.releases.recorder.allow_all()  # no new request: only a retry can apply now
     app.wait_applied("True", "Applied")
     assert same_second(last_handled(app), written)
@@ -351,12 +359,12 @@ def test_a_render_whose_prune_failed_is_not_the_last_successful_apply(releases: 
     request withdrawn, the Release compares with lastSuccessful, still v1: WaitingForSync,
     not in sync."""
     app = app_whose_next_prune_fails(releases)
-    applied = app.status()["lastSuccessful"]["renderRef"]
+    applied = app.settled_status()["lastSuccessful"]["renderRef"]
     app.request_sync(at=app.next_pending_time())
     app.wait_applied("False", "PruneFailed")
     app.annotate({SYNC_REQUESTED_AT: None})
     app.wait_applied("False", "WaitingForSync")
-    assert app.status()["lastSuccessful"]["renderRef"] == applied, "lastSuccessful changed"
+    assert app.settled_status()["lastSuccessful"]["renderRef"] == applied, "lastSuccessful changed"
 
 
 @dataclass(frozen=True)
@@ -500,7 +508,7 @@ def test_automatic_mode_does_not_write_last_handled_sync_at(releases: Releases) 
     app.request_sync()
     app.wait_attempts(since=since)
     app.settle()  # the reconciles are done, their status written
-    assert "lastHandledSyncAt" not in app.status(), app.status()
+    assert "lastHandledSyncAt" not in (settled := app.settled_status()), settled
 
 
 def early_in_a_second(within: float = 0.2) -> None:
@@ -554,7 +562,8 @@ def posted_sync_time(app: App) -> datetime:
 
 #: What a PUT of each subresource sends; what a DELETE takes away (set beforehand directly).
 PUT_BODIES = {
-    "pin": lambda app: {"renderRef": app.status()["renderRef"]},  # the current render: no hold
+    # the current render: no hold
+    "pin": lambda app: {"renderRef": app.settled_status()["renderRef"]},
     "mutations": lambda app: [],
     "lifecycle": lambda app: {},
 }
@@ -691,6 +700,33 @@ def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_com
     widgets.set_health(last, "low-too-worker", "Healthy")
     for app in next_wave:
         wait_handled(app, wait_for_observer_sync(app, previous[app.name]))
+
+
+@pytest.mark.clause("SYNC-9.wave-once")
+def test_a_completed_wave_sends_the_next_wave_its_syncs_once(
+    releases: Releases, timing: Timing
+) -> None:
+    """Wave 0 completes: wave 1's manual Release gets its /sync and applies it. Then wave 0's
+    Release is updated again (a /sync of its own: an annotation, and a reconcile that applies
+    the same render) and stays Applied and Healthy: that completes nothing, so wave 1 gets no
+    more /syncs, and its new render waits."""
+    low = releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
+    high = releases.app("high", wave=1)
+    high.wait_applied("False", "WaitingForSync")
+    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    widgets.set_health(low, "worker", "Healthy")
+    wait_handled(high, wait_for_observer_sync(high, previous))
+    high.set_content("v2")  # from here, only a request applies it
+    handled = subresources.annotations(high.get())[SYNC_REQUESTED_AT]
+    since = releases.recorder.mark()
+    low.request_sync()
+    low.wait_attempts(since=since)
+    high.holds_for(
+        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == handled,
+        "no /sync from a wave updated after it completed",
+        timing.quiet,
+    )
+    assert high.live_object()["data"] == {"content": "v1"}, "applied without a request"
 
 
 @pytest.mark.clause("SYNC-9.wave-by-apply")

@@ -108,7 +108,7 @@ def metadata_change(app: App, name: str) -> dict:
         forced = rfc3339(datetime.now(UTC))
         return {"metadata": {"annotations": {SYNC_FORCE_REQUESTED_AT: forced}}}
     if name == "pin-annotation":
-        return {"metadata": {"annotations": {PIN: app.status()["renderRef"]}}}
+        return {"metadata": {"annotations": {PIN: app.settled_status()["renderRef"]}}}
     return METADATA_CHANGES[name]
 
 
@@ -138,7 +138,7 @@ def test_a_status_write_changes_no_generation_and_starts_no_reconcile(
         "message": "",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
-    conditions = [*app.status()["conditions"], foreign]
+    conditions = [*app.settled_status()["conditions"], foreign]
 
     def write_status() -> None:
         app.patch({"status": {"conditions": conditions}}, subresource="status")
@@ -359,8 +359,8 @@ def test_a_lower_wave_health_change_reconciles_every_higher_wave_of_its_cluster_
     top.wait_applied("False", "WaitingForWave")
     assert condition_status(middle.get()) == "True", "wave 1 changed: the test is void"
     other.quiet(timing.quiet, since=since)  # the quiet period, for both
-    for app in (other, away):
-        seen = app.traces(since=since)
+    for app in (other, away):  # automatic: a reconcile of either applies (AUTO-1)
+        seen = app.attempts(since=since)
         assert seen == [], (
             f"a change on another Cluster reconciled {app.namespace}/{app.name}: "
             f"{[attempt.describe() for attempt in seen]}"
@@ -471,7 +471,7 @@ def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wav
     )
     assert after["status"] == before["status"], f"Healthy changed its status: {after}"
     high.holds_for(lambda r: not revealed(r), "no reconcile of the higher wave", timing.quiet)
-    seen = high.traces(since=since)
+    seen = high.attempts(since=since)
     assert seen == [], (
         f"the lower wave's Healthy reason {before['reason']} -> {after['reason']} reconciled "
         f"the higher wave: {[a.describe() for a in seen]}"

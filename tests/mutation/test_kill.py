@@ -38,6 +38,11 @@ def test_the_variants_the_document_allows_are_there() -> None:
         "other-messages",
         "extra-labels",
         "slower-observer",
+        # shaped like the controllers vendors write
+        "status-in-two-patches",
+        "reconciling-condition",
+        "status-at-every-reconcile",
+        "finalizer",
         COMBINED,
     }
     assert {part.name for part in parts_of_combined()} == variants - {COMBINED}

@@ -1,0 +1,109 @@
+"""Benign variants shaped like the controllers vendors write (controller-runtime's, Flux's):
+how many status writes a reconcile makes, in what order, what else it writes. The document says
+nothing of these, so each must pass the whole suite, and each joins the combined variant."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from kubernetes import dynamic
+
+from convoy import controller, synctime
+from convoy.clock import RealClock
+from mutants import variant
+from mutants.patching import wrap
+
+Obj = dict[str, Any]
+RECONCILING = "Reconciling"
+FINALIZER = "variant.example.com/cleanup"
+
+
+@variant("status-in-two-patches")
+def status_in_two_patches() -> None:
+    """Each reconcile writes its status in two merge patches, in the same reconcile: the
+    conditions first, then the rest (renderRef, lastSuccessful, lastHandled*At, ...)."""
+
+    @wrap(controller.Controller, "_write_status")
+    def write_status(original, self, release: Obj, status: Obj) -> None:
+        conditions_first = {**(release.get("status") or {}), "conditions": status["conditions"]}
+        original(self, release, conditions_first)
+        original(self, {**release, "status": conditions_first}, status)
+
+
+@variant("reconciling-condition")
+def reconciling_condition() -> None:
+    """kstatus' Reconciling condition, as Flux's controllers write it: True when a reconcile
+    starts (a status write of its own), removed by the write of the reconcile's outcome."""
+
+    @wrap(controller, "read_fresh")
+    def read_fresh(original, resource: dynamic.Resource, key: str) -> Obj | None:
+        release = original(resource, key)
+        if release is None:
+            return None
+        conditions = [c for c in conditions_of(release) if c["type"] != RECONCILING]
+        conditions.append(
+            {
+                "type": RECONCILING,
+                "status": "True",
+                "reason": "Progressing",
+                "message": "reconciliation in progress",
+                "lastTransitionTime": synctime.format_sync_time(RealClock().wall()),
+                "observedGeneration": release["metadata"].get("generation", 0),
+            }
+        )
+        return patched(resource.status, release, {"status": {"conditions": conditions}})
+
+    @wrap(controller.Controller, "_write_status")
+    def write_status(original, self, release: Obj, status: Obj) -> None:
+        kept = [c for c in status.get("conditions") or [] if c["type"] != RECONCILING]
+        original(self, release, {**status, "conditions": kept})
+
+
+@variant("status-at-every-reconcile")
+def status_at_every_reconcile() -> None:
+    """Every reconcile writes its status, also when nothing in it changed (the API server
+    stores nothing then, but the write is made: admission sees it), as controllers that
+    update status unconditionally do."""
+
+    @wrap(controller.Controller, "_write_status")
+    def write_status(original, self, release: Obj, status: Obj) -> None:
+        original(self, {**release, "status": None}, status)  # never "unchanged"
+
+
+@variant("finalizer")
+def finalizer() -> None:
+    """A finalizer on every Release, added at its first reconcile (a metadata write that
+    changes no generation) and removed when the Release is deleted, as controllers that clean
+    up after their objects do."""
+
+    @wrap(controller, "read_fresh")
+    def read_fresh(original, resource: dynamic.Resource, key: str) -> Obj | None:
+        release = original(resource, key)
+        if release is None:
+            return None
+        finalizers = release["metadata"].get("finalizers") or []
+        if release["metadata"].get("deletionTimestamp"):
+            kept = [f for f in finalizers if f != FINALIZER]
+            patched(resource, release, {"metadata": {"finalizers": kept}})
+            return None  # gone as far as this controller is concerned
+        if FINALIZER in finalizers:
+            return release
+        return patched(resource, release, {"metadata": {"finalizers": [*finalizers, FINALIZER]}})
+
+
+def conditions_of(release: Obj) -> list[Obj]:
+    return list((release.get("status") or {}).get("conditions") or [])
+
+
+def patched(resource: dynamic.Resource, release: Obj, body: Obj) -> Obj | None:
+    """`body` merge-patched onto the Release; None if it is gone meanwhile."""
+    meta = release["metadata"]
+    with contextlib.suppress(dynamic.exceptions.NotFoundError):
+        return resource.patch(
+            namespace=meta["namespace"],
+            name=meta["name"],
+            body=body,
+            content_type="application/merge-patch+json",
+        ).to_dict()
+    return None
