@@ -102,9 +102,10 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         )
 
     started = time.monotonic()
-    baseline, outcomes = mutation.kill_run(
+    run = mutation.kill_run(
         runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress, args.tests
     )
+    baseline, outcomes = run.baseline, run.others
     wrong = [o for o in (baseline, *outcomes) if not o.as_expected]
     killed = sum(o.killed for o in outcomes if not o.must_pass)
     mutants = sum(not o.must_pass for o in outcomes)
@@ -126,6 +127,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
                 "mutants": [dataclasses.asdict(o) for o in outcomes if not o.must_pass],
                 "variants": [dataclasses.asdict(o) for o in variants],
                 "seconds": round(time.monotonic() - started),
+                "phases": [dataclasses.asdict(phase) for phase in run.phases],
                 "cpus": os.cpu_count(),
             },
             indent=2,
@@ -328,7 +330,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run these tests (paths or node IDs) against every mutant, the baseline and the "
         "variants, instead of each mutant's clause tests: the kill table of one part",
     )
-    mutants.add_argument("--parallel", type=int, default=4, help="pytest runs at a time")
+    mutants.add_argument(
+        "--parallel",
+        type=int,
+        default=mutation.MUTANT_RUNS_AT_ONCE,
+        help="mutant runs at a time",
+    )
     mutants.add_argument(
         "--workers",
         type=int,

@@ -63,12 +63,35 @@ class Outcome:
         return self.clean if self.must_pass else self.killed
 
 
+@dataclass
+class Phase:
+    """One phase of the kill run: its name, its runs at a time and its wall time."""
+
+    name: str
+    width: int
+    seconds: float
+
+
+@dataclass
+class KillRun:
+    baseline: Outcome
+    #: the variants' and the mutants' outcomes, in the registry's order
+    others: list[Outcome]
+    phases: list[Phase]
+
+
+#: The kill run's phases: the runs that must pass, then the mutants.
+MUST_PASS, MUTANTS = "mustPass", "mutants"
 #: The name of the run of the whole suite against the reference controller.
 BASELINE = "baseline"
 #: The xdist workers that the runs which must pass share, as many runs at a time as they fill:
 #: a development run's (the Makefile's SUITE_WORKERS), whose timing spread is measured
 #: (benchmarks/timing_spread.py). More would load the machine under their timing tests.
 MUST_PASS_WORKERS = 12
+#: Mutant runs at a time. One uses about a third of a core (9.3 CPU-seconds in 27.7 s, the
+#: control plane's start most of it): five keep two cores about 85 % busy, so that a mutant
+#: dies of its clause's failure, not of a starved machine (benchmarks/kill_run_time.py).
+MUTANT_RUNS_AT_ONCE = 5
 
 
 def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
@@ -234,23 +257,23 @@ def kill_run(
     workers: int,
     progress: Callable[[Outcome], None],
     tests: list[str] | None = None,
-) -> tuple[Outcome, list[Outcome]]:
+) -> KillRun:
     """Run the baseline (the whole suite on the reference controller), every variant and every
-    mutant, `parallel` runs at a time; return the baseline's outcome and the others'.
+    mutant, `parallel` mutant runs at a time.
 
-    The mutants start when the runs that must pass have ended. A mutant's run is mostly a
-    control plane's start, which is CPU-bound: four at a time keep two cores busy, and beside
-    them a passing run's timing tests measured late (four whole-suite runs at a time use about
-    a third of two cores)."""
+    The mutants start when the runs that must pass have ended: their control planes' starts
+    would load the machine under those runs' timing tests."""
     with contextlib.redirect_stdout(io.StringIO()):
         tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
     everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests)
     outcomes: list[Outcome] = []
-    for batch, width in (
-        ([job for job in everything if job.must_pass], max(1, MUST_PASS_WORKERS // workers)),
-        ([job for job in everything if not job.must_pass], parallel),
+    phases: list[Phase] = []
+    for phase, batch, width in (
+        (MUST_PASS, [job for job in everything if job.must_pass], MUST_PASS_WORKERS // workers),
+        (MUTANTS, [job for job in everything if not job.must_pass], parallel),
     ):
-        with ThreadPoolExecutor(max_workers=width) as pool:
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, width)) as pool:
             futures = [
                 pool.submit(
                     run_selection,
@@ -265,6 +288,8 @@ def kill_run(
             for future in as_completed(futures):
                 outcomes.append(future.result())
                 progress(outcomes[-1])
+        phases.append(Phase(phase, max(1, width), round(time.monotonic() - started, 1)))
     baseline = next(o for o in outcomes if o.name == BASELINE)
     order = {m.name: n for n, m in enumerate(mutants)}
-    return baseline, sorted((o for o in outcomes if o is not baseline), key=lambda o: order[o.name])
+    others = sorted((o for o in outcomes if o is not baseline), key=lambda o: order[o.name])
+    return KillRun(baseline, others, phases)

@@ -10,6 +10,16 @@ from typing import Any
 
 from convoy import policy
 
+#: The originals a mutant leaves in place on purpose when it replaces a name one caller reads:
+#: (module, name) -> why (tests/unit/test_mutant_seams.py checks every other alias).
+KEPT_ORIGINALS = {
+    ("convoy.observer", "read_fresh"): "the variants shape the reconcile's read of a Release "
+    "(controller.read_fresh); the observer's reads are its own",
+    ("convoy.waves", "higher_waves"): "the mutants change the Releases a change of status "
+    "enqueues (controller.higher_waves); the observer's wave /syncs (waves.next_wave) are "
+    "another rule's",
+}
+
 
 def wrap(owner: Any, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: replace owner.name by a wrapper that receives the original first."""

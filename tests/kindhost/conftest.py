@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.clusters.kind import KindProvider
+from conformance.clusters.kind import KindProvider, get_clusters_argv
 from conformance.install import kind_commands, on_kind
 from conformance.kindhost.engine import Engine, host_address
 from tests.kindhost.settings import kernel_settings
@@ -84,7 +84,9 @@ class SharedCluster:
 @pytest.fixture(scope="session")
 def shared_cluster(engine: Engine, pytestconfig: pytest.Config) -> Iterator[SharedCluster]:
     before = kernel_settings()
-    cluster = own_kind_cluster(pytestconfig, CLUSTER).start()
+    cluster = own_kind_cluster(pytestconfig, CLUSTER)
+    refuse_a_cluster_of_another_run(cluster)
+    cluster.start()
     option = pytestconfig.getoption
     try:
         subprocess.run(
@@ -105,6 +107,20 @@ def shared_cluster(engine: Engine, pytestconfig: pytest.Config) -> Iterator[Shar
         )
     finally:
         cluster.stop()  # once more, should a test have failed before the last one
+
+
+def refuse_a_cluster_of_another_run(cluster: KindProvider) -> None:
+    """These tests create and delete their cluster: one of the same name already on the engine
+    belongs to another run on this machine, which it would be wrong to reuse or to delete."""
+    listed = subprocess.run(
+        get_clusters_argv(cluster.kind_path), capture_output=True, text=True, check=True
+    )
+    if CLUSTER in listed.stdout.split():
+        pytest.fail(
+            f"a kind cluster named {CLUSTER!r} already exists on the engine at "
+            f"{os.environ.get('DOCKER_HOST')}: another run of the kind-host tests is using it; "
+            "wait for it to end, or `python -m conformance.kindhost down` if none is running"
+        )
 
 
 @dataclass

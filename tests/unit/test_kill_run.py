@@ -94,14 +94,22 @@ def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) 
     assert 0.5 <= cpu < 5, cpu
 
 
-def test_the_benchmark_says_where_the_time_went_and_refuses_a_matrix_without_cpu_seconds() -> None:
+def test_the_benchmark_says_where_each_phases_time_went_and_refuses_an_older_matrix() -> None:
     run = {"name": "m", "seconds": 10.0, "cpu_seconds": 4.0}
-    matrix = {"seconds": 20.0, "cpus": 2, "baseline": run, "variants": [run], "mutants": [run]}
-    figures = breakdown(matrix, parallel=2)
-    assert figures["poolBusy"] == 0.75 and figures["cpuBusy"] == 0.3
-    old = {**matrix, "mutants": [{"name": "m", "seconds": 10.0}]}
-    with pytest.raises(SystemExit, match="no CPU seconds"):
-        breakdown(old, parallel=2)
+    phases = [
+        {"name": "mustPass", "width": 2, "seconds": 10.0},
+        {"name": "mutants", "width": 4, "seconds": 5.0},
+    ]
+    matrix = {
+        "seconds": 15.0, "cpus": 2, "phases": phases,
+        "baseline": run, "variants": [run], "mutants": [run, run],
+    }  # fmt: skip
+    figures = breakdown(matrix)["phases"]
+    assert figures["mustPass"]["poolBusy"] == 1.0 and figures["mustPass"]["cpuBusy"] == 0.4
+    assert figures["mutants"]["poolBusy"] == 1.0 and figures["mutants"]["cpuBusy"] == 0.8
+    older = {key: value for key, value in matrix.items() if key != "phases"}
+    with pytest.raises(SystemExit, match="no phases"):
+        breakdown(older)
 
 
 def test_the_mutants_start_when_the_runs_that_must_pass_have_ended(
