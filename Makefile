@@ -53,6 +53,7 @@ certify: $(if $(filter local,$(CLUSTER)),binaries,$(BIN)/.installed)
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # `make test` times each stage and prints a table of them at the end, pass or fail.
 STAGES := reports/stages.jsonl

@@ -7,10 +7,12 @@ backoff retry and interval gap from them, and prints, per kind, how much sooner 
 expected they came: the minimum, the median, the 95th percentile and the maximum, in seconds,
 and writes them as JSON. `--runs N` runs N whole suites side by side (the kill run's runs that
 must pass: the baseline and the combined variant, `--runs 2 --workers 6`) and pools their
-figures.
+figures. `--junit FILE...` reads the figures from runs that have ended instead (a kill run's
+WORKDIR/baseline.xml and WORKDIR/combined.xml, say: the suite's JUnit files keep what each test
+printed).
 
     .venv/bin/python -m benchmarks.timing_spread [--workers 12] [--runs 1]
-        [--out reports/timing-spread.json]
+        [--junit FILE...] [--out reports/timing-spread.json]
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import re
 import statistics
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks.figures import DEV_WORKERS
@@ -60,7 +64,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=DEV_WORKERS)
     parser.add_argument("--runs", type=int, default=1, help="whole suites side by side")
     parser.add_argument("--out", type=Path, default=Path("reports/timing-spread.json"))
+    parser.add_argument("--junit", type=Path, nargs="+", help="read these runs' JUnit files")
     args = parser.parse_args()
+    if args.junit:
+        return write(pooled_excesses(printed(path) for path in args.junit), args.out, {})
     argv = [sys.executable, "-m", "conformance.cli", "run", "--timing", "controller_resync=30s"]
     argv += ["-n", str(args.workers), "-rP"]
     report_dirs = [Path(f"reports/timing-spread-{n}") for n in range(args.runs)]
@@ -74,21 +81,40 @@ def main() -> int:
         )
         for report_dir, log in zip(report_dirs, logs, strict=True)
     ]
-    pooled: dict[str, list[float]] = {}
+    outputs = []
     for run, log in zip(runs, logs, strict=True):
         run.wait()
         log.seek(0)
-        for kind, values in excesses(log.read()).items():
-            pooled.setdefault(kind, []).extend(values)
+        outputs.append(log.read())
         log.close()
+    codes = [run.returncode for run in runs]
+    about = {"workers": args.workers, "runs": args.runs, "suite_exit_codes": codes}
+    write(pooled_excesses(outputs), args.out, about)
+    return max(codes)
+
+
+def printed(junit: Path) -> str:
+    """What the tests of a JUnit file printed, one after another."""
+    root = ET.parse(junit).getroot()
+    return "\n".join(out.text or "" for out in root.iter("system-out"))
+
+
+def pooled_excesses(outputs: Iterable[str]) -> dict[str, list[float]]:
+    pooled: dict[str, list[float]] = {}
+    for output in outputs:
+        for kind, values in excesses(output).items():
+            pooled.setdefault(kind, []).extend(values)
+    return pooled
+
+
+def write(pooled: dict[str, list[float]], out: Path, about: dict[str, object]) -> int:
     figures: dict[str, object] = {kind: summary(v) for kind, v in pooled.items() if v}
-    figures["workers"], figures["runs"] = args.workers, args.runs
-    figures["suite_exit_codes"] = [run.returncode for run in runs]
+    figures.update(about)
     for kind, numbers in figures.items():
         print(f"{kind:16} {numbers}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=2))
-    return max(run.returncode for run in runs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2))
+    return 0
 
 
 if __name__ == "__main__":

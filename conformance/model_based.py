@@ -46,8 +46,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from conformance.clusters.processes import kill_now
-from conformance.install.host import HostController
+from conformance.install.base import ControllerUnderTest
 from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
 from conformance.model_goals import LADDERS, Goals
 from conformance.model_profiles import Profile
@@ -187,7 +186,7 @@ class World(Run):
     clock: ResyncClock
     timing: Timing
     #: the controller to restart between steps; None where the run draws no restarts
-    restartable: HostController | None
+    restartable: ControllerUnderTest | None
 
     @property
     def restarts(self) -> bool:
@@ -203,9 +202,8 @@ class World(Run):
 
     def crash_controller(self) -> None:
         """SIGKILL, then a new process: nothing of the old one's memory survives."""
-        assert self.restartable is not None and self.restartable.process is not None
-        kill_now(self.restartable.process)
-        self.restartable.restart()
+        assert self.restartable is not None
+        self.restartable.crash()
 
 
 @dataclass

@@ -16,18 +16,17 @@ import yaml
 
 from conformance import catalog, model_profiles, timing, verdicts
 from conformance.clusters.select import PROVIDERS, Choice
+from conformance.install import on_kind
 from conformance.observe import diagnostics
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
 from conformance.session import (
     CHOICE,
     KEEP_CHOICES,
-    RUN_ID,
-    TEST_FAILED,
-    TIMING,
     is_xdist_worker,
     kind_provider,
     provider_choice,
 )
+from conformance.stash import RUN_ID, TEST_FAILED, TIMING
 from conformance.timing import TEST_TIMEOUT
 from conformance.turns import STOPS_CONTROLLER
 from conformance.verify import test_key
@@ -215,7 +214,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         kind = kind_provider(config, keep=config.getoption("keep_cluster"))
         if session.testsfailed:
             report_dir = Path(config.getoption("report_dir") or "reports")
-            kind.collect_diagnostics(report_dir / "diagnostics")
+            on_kind.installer_for(kind, report_dir / "diagnostics").collect_diagnostics()
         kind.stop()
 
 

@@ -13,8 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from conformance.clusters.binaries import default_versions
-from conformance.clusters.kind import kind_versions
+from conformance.versions import default_versions, kind_versions
 
 PACKAGE = Path(__file__).resolve().parent
 #: Besides the tests under suite/: the files whose content is part of the suite's verdict.

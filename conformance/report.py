@@ -21,7 +21,7 @@ import yaml
 
 from conformance import catalog, charts, measurements, provenance, verdicts
 from conformance.model_profiles import CERTIFYING_PROFILE, profile_name
-from conformance.session import ENVIRONMENT, TIMING
+from conformance.stash import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
 API_VERSION = "conformance.convoy.kumodo.io/v1alpha1"

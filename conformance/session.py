@@ -18,19 +18,14 @@ import pytest
 from conformance.clusters import binaries
 from conformance.clusters.base import Cluster, ServiceReference
 from conformance.clusters.existing import ExistingCluster
-from conformance.clusters.kind import KindError, KindProvider, kind_versions
+from conformance.clusters.kind import KindProvider
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.select import Choice, choose
-from conformance.timing import Timing
+from conformance.stash import RUN_ID
+from conformance.versions import KindError, kind_versions
 
 XDIST_WORKER = "workerinput"
-RUN_ID = pytest.StashKey[str]()
 CHOICE = pytest.StashKey[Choice]()
-TIMING = pytest.StashKey[Timing]()
-#: What the report says of the run's cluster: provider, why, Kubernetes version.
-ENVIRONMENT = pytest.StashKey[dict]()
-#: On a test item: one of its phases failed (the namespace fixture's teardown reads it).
-TEST_FAILED = pytest.StashKey[bool]()
 #: --keep-namespaces: leave no test's namespace, a failed test's, or every test's.
 KEEP_CHOICES = ("never", "on-failure", "always")
 

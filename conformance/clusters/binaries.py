@@ -17,10 +17,9 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-import yaml
+from conformance.versions import default_versions
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +39,6 @@ class Binaries:
     kube_controller_manager: Path
     kubectl: Path
     kubernetes_version: str
-
-
-def default_versions() -> dict[str, str]:
-    """The local provider's default Kubernetes and etcd versions (conformance/versions.yaml)."""
-    text = resources.files("conformance").joinpath("versions.yaml").read_text()
-    return yaml.safe_load(text)["local"]
 
 
 def cache_root() -> Path:

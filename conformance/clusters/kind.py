@@ -9,76 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 import shutil
 import subprocess
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from conformance.clusters.base import CallbackAddress, Cluster
-
-#: kindest/node:v1.37.0@sha256:<64 hex>: a tag for people, a digest for the machine.
-NODE_IMAGE = re.compile(r"^kindest/node:v(?P<version>\d+\.\d+\.\d+)@sha256:[0-9a-f]{64}$")
-MINOR = re.compile(r"^\d+\.\d+$")
-
-
-class KindError(RuntimeError):
-    """kind cannot be used here; the message says what is missing."""
-
-
-@dataclass(frozen=True)
-class KindVersions:
-    """The `kind:` section of conformance/versions.yaml."""
-
-    #: the kind release, e.g. v0.33.0 (the node images below are built for it)
-    version: str
-    #: Kubernetes minor ("1.37") -> node image pinned by digest
-    images: dict[str, str]
-
-    @property
-    def minors(self) -> list[str]:
-        """Newest first."""
-        return sorted(self.images, key=lambda m: tuple(map(int, m.split("."))), reverse=True)
-
-    def node_image(self, minor: str | None = None) -> str:
-        """The node image for a Kubernetes minor ("1.36" or "v1.36.4"); default: the newest."""
-        if minor is None:
-            return self.images[self.minors[0]]
-        wanted = ".".join(minor.lstrip("v").split(".")[:2])
-        if wanted not in self.images:
-            raise KindError(
-                f"no kind node image for Kubernetes {minor} in conformance/versions.yaml "
-                f"(kind {self.version} has {', '.join(self.minors)}); pass --kind-image"
-            )
-        return self.images[wanted]
-
-
-def parse_versions(document: dict) -> KindVersions:
-    """Check and read the `kind:` section; every image must be pinned by digest."""
-    section = document.get("kind") or {}
-    version, images = section.get("version"), section.get("images") or {}
-    if not isinstance(version, str) or not re.fullmatch(r"v\d+\.\d+\.\d+", version):
-        raise KindError(f"kind.version must look like v0.33.0, not {version!r}")
-    if not images:
-        raise KindError("kind.images is empty")
-    for minor, image in images.items():
-        match = NODE_IMAGE.match(str(image))
-        if not MINOR.match(str(minor)) or not match:
-            raise KindError(
-                f"kind.images[{minor!r}]: {image!r} is not kindest/node:vX.Y.Z@sha256:..."
-            )
-        if not match["version"].startswith(f"{minor}."):
-            raise KindError(f"kind.images[{minor!r}]: {image!r} is not Kubernetes {minor}")
-    return KindVersions(version, {str(k): str(v) for k, v in images.items()})
-
-
-def kind_versions() -> KindVersions:
-    """The kind release and node images the provider and the GitHub workflow use."""
-    text = resources.files("conformance").joinpath("versions.yaml").read_text()
-    return parse_versions(yaml.safe_load(text))
+from conformance.versions import KindError, kind_versions
 
 
 def default_node_image() -> str:
@@ -217,22 +155,6 @@ class KindProvider(Cluster):
         proc = subprocess.run(ipam_argv(), capture_output=True, text=True, check=False)
         gateway = ipv4_gateway(proc.stdout) if proc.returncode == 0 else None
         return CallbackAddress(gateway) if gateway else None
-
-    def installer(self, diagnostics_dir: Path | None = None):  # -> on_kind.Installer
-        """What installs the reference controller on this cluster (conformance.install.on_kind)."""
-        from conformance.install import on_kind
-
-        return on_kind.Installer(
-            kubectl=str(self.kubectl_path),
-            kubeconfig=self.kubeconfig,
-            kind=str(self.kind_path),
-            cluster=self.kind.name,
-            diagnostics_dir=diagnostics_dir or Path("reports/diagnostics"),
-        )
-
-    def collect_diagnostics(self, directory: Path) -> Path:
-        """kind's logs, the controller's logs and events, into `directory`."""
-        return self.installer(directory).collect_diagnostics()
 
     def stop(self) -> None:
         if not self.keep:

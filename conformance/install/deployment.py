@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from kubernetes import client
 
 from conformance.polling import poll_until
+from conformance.verdicts import not_supported
 
 ROLLOUT_TIMEOUT = 300.0
 POLL_STEP = 0.5
@@ -160,6 +161,17 @@ class DeploymentController:
         self._scale(self.replicas)
         self._wait_rolled_out()
         return self
+
+    @property
+    def per_worker(self) -> bool:
+        return False
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def crash(self) -> None:
+        not_supported("the suite crashes only a controller of its xdist worker's own")
 
     def run_with_resync(self, seconds: float) -> ContainerArgs:
         """Restart the controller with --resync=<seconds>, the flag the document names, in the

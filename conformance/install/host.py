@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 from kubernetes import client
@@ -23,7 +23,7 @@ from kubernetes import client
 from conformance import resources
 from conformance.clusters.base import Outage
 from conformance.clusters.ports import reserve_port
-from conformance.clusters.processes import ChildDied, ManagedProcess
+from conformance.clusters.processes import ChildDied, ManagedProcess, kill_now
 from conformance.install import manifests
 from conformance.install.subresources import LocalSubresourceAPI
 from conformance.polling import poll_until, wait_http_ok
@@ -52,26 +52,6 @@ OUTAGE_GRACE = 1.0
 TOKEN_SECONDS = 24 * 3600
 #: Set only by the suite when it runs a mutant; the reference controller never reads it.
 MUTANT_VARIABLE = "CONVOY_MUTANT"
-
-
-class ControllerUnderTest(Protocol):
-    """What the suite does with a controller it can restart: a host process (HostController),
-    the reference Deployment on kind (InClusterController), a vendor's (DeploymentController)."""
-
-    #: time.monotonic() of the last start: a restart starts the resync period anew
-    started_at: float
-
-    def start(self) -> object: ...
-
-    def stop(self) -> None: ...
-
-    def check(self) -> None: ...
-
-    def logs(self) -> str: ...
-
-    def describe(self) -> dict[str, Any]:
-        """What runs, as the report records it."""
-        ...
 
 
 @dataclass
@@ -135,9 +115,18 @@ class HostController:
             self.process.stop()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
+    @property
+    def per_worker(self) -> bool:
+        return True
+
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def crash(self) -> None:
+        if self.process:
+            kill_now(self.process)
+        self.restart()
 
     def check(self) -> None:
         """The process still runs; and with the Deployment's identity, the API server never

@@ -35,6 +35,7 @@ import yaml
 
 from conformance import resources
 from conformance.clusters import pki
+from conformance.clusters.kind import KindProvider
 from conformance.clusters.kubeconfig import api_client
 from conformance.install.deployment import describe_deployment
 from conformance.install.host import check_not_refused
@@ -62,6 +63,7 @@ from conformance.install.kind_commands import (
     wait_apiservice_argv,
     wait_pods_deleted_argv,
 )
+from conformance.verdicts import not_supported
 from convoyapi import API_SERVICE
 
 log = logging.getLogger(__name__)
@@ -386,6 +388,18 @@ class Installer:
         return directory
 
 
+def installer_for(cluster: KindProvider, diagnostics_dir: Path | None = None) -> Installer:
+    """What installs the reference controller on a cluster of the kind provider (and collects
+    its diagnostics)."""
+    return Installer(
+        kubectl=str(cluster.kubectl_path),
+        kubeconfig=cluster.kubeconfig,
+        kind=str(cluster.kind_path),
+        cluster=cluster.kind.name,
+        diagnostics_dir=diagnostics_dir or Path("reports/diagnostics"),
+    )
+
+
 @dataclass
 class InClusterController:
     """The reference controller as a Deployment: what the suite's `controller` fixture uses on
@@ -451,9 +465,16 @@ class InClusterController:
         self.installer.run(wait_pods_deleted_argv(k, kc), "waiting for the controller pod to go")
         self.started = False
 
+    @property
+    def per_worker(self) -> bool:
+        return False
+
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def crash(self) -> None:
+        not_supported("the suite crashes only a controller of its xdist worker's own")
 
     def check(self) -> None:
         """Raise when the Deployment has no available replica while it should run, or when its

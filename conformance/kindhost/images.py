@@ -29,11 +29,10 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from conformance.clusters import binaries
-from conformance.clusters.kind import kind_versions
 from conformance.kindhost.engine import Engine, EngineError, run
+from conformance.versions import kind_versions
+from conformance.versions import read as read_versions
 
 log = logging.getLogger("conformance")
 
@@ -90,8 +89,7 @@ class Versions:
 
 
 def versions() -> Versions:
-    text = resources.files("conformance").joinpath("versions.yaml").read_text()
-    document = yaml.safe_load(text)
+    document = read_versions()
     return Versions(
         kubernetes=document["local"]["kubernetes"],
         etcd=document["local"]["etcd"],

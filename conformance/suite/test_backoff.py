@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conformance import measurements, verdicts
-from conformance.install.host import ControllerUnderTest
+from conformance.install.base import ControllerUnderTest
 from conformance.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from conformance.install.host import ControllerUnderTest, HostController
+from conformance.install.base import ControllerUnderTest
 from conformance.model_based import SequenceFailed, World, run_sequences
 from conformance.model_profiles import SHARDS, Profile
 from conformance.observe.releases import Releases
@@ -95,7 +95,7 @@ def test_generated_event_sequences_match_the_sync_policy_model(
         shard=shard,
     )
     # A shared controller (kind, a vendor's) is restarted only by a test that has it alone.
-    own = controller if isinstance(controller, HostController) else None
+    own = controller if controller is not None and controller.per_worker else None
     world = World(releases, resync_clock, timing, restartable=own)
     print(f"model-based: profile {profile.name}, seed {profile.seed}; replay: {profile.replay}")
     try:

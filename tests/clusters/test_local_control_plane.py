@@ -7,6 +7,7 @@ import time
 import pytest
 from kubernetes import client
 
+from conformance import versions
 from conformance.clusters import binaries
 from conformance.clusters.base import Cluster
 from conformance.clusters.local import ControlPlaneError, LocalControlPlane
@@ -44,7 +45,7 @@ WIDGET_CRD = {
 
 
 def test_version_reports_the_built_release(cluster: Cluster) -> None:
-    expected = binaries.default_versions()["kubernetes"]
+    expected = versions.default_versions()["kubernetes"]
     assert cluster.server_version() == f"v{expected}"
 
 

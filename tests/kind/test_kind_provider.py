@@ -22,15 +22,9 @@ from conformance import resources
 from conformance.clusters import binaries
 from conformance.clusters.base import NoCallback, callback_address
 from conformance.clusters.existing import ExistingCluster
-from conformance.clusters.kind import (
-    KindError,
-    KindProvider,
-    default_node_image,
-    ipv4_gateway,
-    kind_versions,
-    parse_versions,
-)
+from conformance.clusters.kind import KindProvider, default_node_image, ipv4_gateway
 from conformance.install import kind_commands, on_kind
+from conformance.versions import KindError, kind_versions, parse_versions
 from convoyapi import API_SERVICE
 
 DIGEST = "sha256:" + "a" * 64

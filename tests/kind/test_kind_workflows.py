@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from conformance.clusters import binaries
-from conformance.clusters.kind import kind_versions
+from conformance.versions import kind_versions
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))

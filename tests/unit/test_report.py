@@ -131,7 +131,7 @@ def test_selection_changed_tolerances_and_missing_metadata_do_not_certify(
 ENVIRONMENT = """
 @pytest.fixture(autouse=True, scope="session")
 def environment(pytestconfig):
-    from conformance.session import ENVIRONMENT
+    from conformance.stash import ENVIRONMENT
     pytestconfig.stash[ENVIRONMENT] = {"provider": "kind", "kubernetesVersion": "v1.36.3"}
 """
 

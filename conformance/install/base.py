@@ -1,0 +1,43 @@
+"""What the suite needs of any controller under test, whoever installed it and however it runs:
+a host process of one xdist worker's own (conformance.install.host), the reference Deployment
+on kind (conformance.install.on_kind), a vendor's Deployment (conformance.install.deployment).
+The fixtures, the suite and the model-based run see a controller only through this."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class ControllerUnderTest(Protocol):
+    #: time.monotonic() of the last start: a restart starts the resync period anew
+    started_at: float
+
+    @property
+    def per_worker(self) -> bool:
+        """This xdist worker runs it alone (the local provider's host process); otherwise the
+        run's workers share it, and only a test that has it alone stops it
+        (conformance.turns)."""
+        ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+    def restart(self) -> None:
+        """Stop and start again: what the restart rule needs."""
+        ...
+
+    def crash(self) -> None:
+        """End it without a clean shutdown (SIGKILL), then start it again: nothing of its
+        memory survives. A shared controller is crashed by nobody (not_supported)."""
+        ...
+
+    def check(self) -> None:
+        """Raise when it does not run while it should, or the API server refused it."""
+        ...
+
+    def logs(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What runs, as the report records it."""
+        ...
