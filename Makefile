@@ -71,10 +71,10 @@ test:
 	|| status=$$?; $(PYTHON) -P benchmarks/stages.py table $(STAGES); exit $$status
 
 test-project: $(BIN)/.installed
-	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not mutation and not kindhost" $(ARGS)
+	$(BIN)/pytest tests $(TEST_CLUSTER) $(FAST) -n $(WORKERS) -m "not kill_run and not kindhost" $(ARGS)
 
 test-kill: binaries
-	$(BIN)/pytest tests/mutation $(TEST_CLUSTER) -m mutation -s $(ARGS)
+	$(BIN)/pytest tests/kill_run $(TEST_CLUSTER) -m kill_run -s $(ARGS)
 
 # What a Debian host needs for the kind host's engine: Debian's dockerd (and runc), debootstrap.
 kindhost-packages:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog, mutation, report, verify
+from conformance import catalog, kill_run, report, verify
 from conformance.clusters import binaries
 from conformance.timing import LONG_RESYNC
 
@@ -87,7 +87,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
 
-    def progress(outcome: mutation.Outcome) -> None:
+    def progress(outcome: kill_run.Outcome) -> None:
         if outcome.name == "baseline":
             verdict = "baseline" if outcome.clean else "BASELINE FAILED"
         elif outcome.must_pass:
@@ -102,7 +102,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         )
 
     started = time.monotonic()
-    run = mutation.kill_run(
+    run = kill_run.run(
         runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress, args.tests
     )
     baseline, outcomes = run.baseline, run.others
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument(
         "--parallel",
         type=int,
-        default=mutation.MUTANT_RUNS_AT_ONCE,
+        default=kill_run.MUTANT_RUNS_AT_ONCE,
         help="mutant runs at a time",
     )
     mutants.add_argument(
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=6,
         help="xdist workers of each run of the whole suite (the baseline and the variants); "
-        f"they run {mutation.MUST_PASS_WORKERS} workers' worth at a time",
+        f"they run {kill_run.MUST_PASS_WORKERS} workers' worth at a time",
     )
     mutants.add_argument(
         "--each-variant",

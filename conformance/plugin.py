@@ -19,7 +19,7 @@ from conformance.clusters.select import PROVIDERS, Choice
 from conformance.install import on_kind
 from conformance.observe import diagnostics
 from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
-from conformance.session import (
+from conformance.run_cluster import (
     CHOICE,
     KEEP_CHOICES,
     is_xdist_worker,

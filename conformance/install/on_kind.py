@@ -401,10 +401,9 @@ def installer_for(cluster: KindProvider, diagnostics_dir: Path | None = None) ->
 
 
 @dataclass
-class InClusterController:
+class ReferenceDeployment:
     """The reference controller as a Deployment: what the suite's `controller` fixture uses on
-    kind. Same methods as conformance.install.host.HostController (start, stop, restart, check,
-    logs), so the tests that restart the controller work on kind too."""
+    kind, a ControllerUnderTest (conformance.install.base) shared by the run's workers."""
 
     installer: Installer
     resync: float | None = None
@@ -417,7 +416,7 @@ class InClusterController:
     #: time.monotonic() of the last start: a restart starts the resync period anew
     started_at: float = 0.0
 
-    def start(self) -> InClusterController:
+    def start(self) -> ReferenceDeployment:
         # Before the pod starts: its initial list reconciles before it reports ready, and the
         # resync clock looks for that reconcile after this time.
         self.started_at = time.monotonic()

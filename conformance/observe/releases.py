@@ -172,6 +172,14 @@ class Releases:
 
 @dataclass
 class App:
+    """One Release under test, seen from outside as a user sees it: the Release `name` in
+    the test's namespace, its source ConfigMap `<name>-source` (whose content is the render;
+    changing it starts no reconcile) and the object it renders, `<name>-content`, which only
+    the controller writes. What every test drives: create and change the Release, request
+    /syncs, change the source or the object behind the controller's back, and wait for what
+    the controller makes of it (conditions, status, the object), each wait with a deadline
+    from the run's timing and a failure message that names what was expected."""
+
     releases: Releases
     name: str
 

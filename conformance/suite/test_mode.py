@@ -143,7 +143,7 @@ def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
     print(f"drift ({drift}) corrected {app.releases.recorder.mark() - start:.2f} s after it")
 
 
-def synced_manual_app(releases: Releases, **spec: object) -> App:
+def applied_periodic_manual_app(releases: Releases, **spec: object) -> App:
     """A manual Release reconciled every second, its first /sync applied."""
     app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"}, **spec)
     app.request_sync()
@@ -155,7 +155,7 @@ def synced_manual_app(releases: Releases, **spec: object) -> App:
 def test_manual_mode_in_sync_says_so_and_applies_nothing(
     releases: Releases, timing: Timing
 ) -> None:
-    app = synced_manual_app(releases)
+    app = applied_periodic_manual_app(releases)
     app.drift()
     # Periodic reconciles (and resync ticks) happen meanwhile: none may apply or dry-run.
     app.stays("True", "Applied", timing.quiet_for(INTERVAL))
@@ -178,7 +178,7 @@ NEW_RENDERS = {"new-source": lambda app: app.set_content("v2"), "new-mutations":
 def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     releases: Releases, timing: Timing, change: str
 ) -> None:
-    app = synced_manual_app(releases)
+    app = applied_periodic_manual_app(releases)
     NEW_RENDERS[change](app)
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
@@ -232,7 +232,7 @@ def test_manual_mode_without_a_request_is_in_sync_or_waiting_for_sync_whatever_w
 ) -> None:
     """With no /sync pending there is no apply to hold: the Release says it is in sync, and
     WaitingForSync once its render changes, not the reason of the hold."""
-    app = synced_manual_app(releases, wave=1)
+    app = applied_periodic_manual_app(releases, wave=1)
     HOLDS[hold](app)
     app.stays("True", "Applied", timing.quiet_for(INTERVAL))
     app.set_content("v2")
@@ -244,7 +244,7 @@ def test_manual_mode_without_a_request_is_in_sync_or_waiting_for_sync_whatever_w
 def test_manual_mode_is_in_sync_again_when_the_render_returns_to_the_applied_one(
     releases: Releases, timing: Timing
 ) -> None:
-    app = synced_manual_app(releases)
+    app = applied_periodic_manual_app(releases)
     app.set_content("v2")
     app.wait_applied("False", "WaitingForSync")
     app.set_content("v1")

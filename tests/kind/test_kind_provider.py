@@ -328,7 +328,7 @@ def test_uninstall_deletes_the_apiservice_first_and_keeps_the_crds() -> None:
 
 def test_the_in_cluster_controller_restarts_by_scaling(tmp_path: Path) -> None:
     runner = Recorder()
-    controller = on_kind.InClusterController(installer(runner, tmp_path), resync=30)
+    controller = on_kind.ReferenceDeployment(installer(runner, tmp_path), resync=30)
     controller.start()
     first = len(runner.argvs)
     assert runner.argvs[0][:2] == ["docker", "build"]
@@ -360,7 +360,7 @@ def test_the_in_cluster_controller_counts_its_start_from_before_the_pod_runs(
                 scaled_up.append(time.monotonic())
             return super().__call__(argv)
 
-    controller = on_kind.InClusterController(installer(Timed(), tmp_path), resync=30)
+    controller = on_kind.ReferenceDeployment(installer(Timed(), tmp_path), resync=30)
     controller.start()
     controller.restart()
     assert controller.started_at <= scaled_up[-1]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.kill_run_time import breakdown
-from conformance import model_profiles, mutation
+from conformance import kill_run, model_profiles
 from conformance.cli import SUITE_DIR
-from conformance.mutation import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
+from conformance.kill_run import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
 from mutants import COMBINED, load, parts_of_combined
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -126,8 +126,8 @@ def test_the_mutants_start_when_the_runs_that_must_pass_have_ended(
         spans[name] = (started, time.monotonic())
         return Outcome(name)
 
-    monkeypatch.setattr(mutation, "run_selection", run_selection)
-    mutation.kill_run(chosen, SUITE_DIR, Path("work"), [], 4, 2, lambda _: None)
+    monkeypatch.setattr(kill_run, "run_selection", run_selection)
+    kill_run.run(chosen, SUITE_DIR, Path("work"), [], 4, 2, lambda _: None)
     must_pass_ended = max(spans[n][1] for n in ("baseline", "one-worker", "slower-reconcile"))
     assert spans["sub-second-comparison"][0] >= must_pass_ended
 

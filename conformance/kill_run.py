@@ -248,7 +248,7 @@ def jobs(
     return found
 
 
-def kill_run(
+def run(
     mutants: list[Mutant],
     suite_dir: Path,
     workdir: Path,

@@ -2,7 +2,7 @@
 whole suite, and so does the reference controller (the baseline).
 
 The kill run takes many minutes (each run starts its own control plane), so it runs apart from
-the other tests: `make test` runs it last, with `-m mutation`.
+the other tests: `make test` runs it last, with `-m kill_run`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from conformance import catalog
 from mutants import COMBINED, load, parts_of_combined
 
-pytestmark = pytest.mark.mutation
+pytestmark = pytest.mark.kill_run
 
 
 def test_every_clause_has_a_mutant_and_every_mutant_names_known_clauses() -> None:
