@@ -54,6 +54,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # `make test` times each stage and prints a table of them at the end, pass or fail.
 STAGES := reports/stages.jsonl

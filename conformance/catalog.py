@@ -14,6 +14,10 @@ test or a test names none. `convoy-conformance rules --json` prints it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 DOCUMENT = "sync-policy.txt"
 DOCUMENT_VERSION = "2026-11"
@@ -779,7 +783,7 @@ class _Collector:
         self.items += [(item.nodeid, clauses_of(item)) for item in items]
 
 
-def clauses_of(item) -> list[str]:  # type: ignore[no-untyped-def]
+def clauses_of(item: pytest.Item) -> list[str]:
     """The clause IDs a collected test names (its own and its parameter's markers)."""
     return [c for marker in item.iter_markers("clause") for c in marker.args]
 

@@ -14,12 +14,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conformance import catalog, kill_run, report, verify
 from conformance.clusters import binaries
 from conformance.timing import LONG_RESYNC
+
+if TYPE_CHECKING:
+    from mutants import Mutant
 
 SUITE_DIR = Path(__file__).parent / "suite"
 #: `run --in-cluster`: the suite as a Job in the cluster under test (conformance.incluster).
@@ -48,7 +52,7 @@ def _rules(args: argparse.Namespace) -> int:
             entry["certifyingOnly"] = clause.certifying_only
         return {**entry, "tests": found.tests_by_clause[clause.id]}
 
-    rules = [
+    rules: list[dict[str, Any]] = [
         {
             "id": rule.id,
             "section": rule.section,
@@ -136,8 +140,8 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     return 0 if not wrong else 1
 
 
-def _list_mutants(chosen: list, *, as_json: bool) -> int:
-    def entry(m) -> dict:  # type: ignore[no-untyped-def]
+def _list_mutants(chosen: list[Mutant], *, as_json: bool) -> int:
+    def entry(m: Mutant) -> dict[str, Any]:
         fields = {"name": m.name, "description": m.description}
         if m.benign:
             return fields

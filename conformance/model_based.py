@@ -164,7 +164,7 @@ class Rehearsal(Run):
     reference controller draws the same; resync ticks between steps, which a rehearsal has
     none of, change no draw."""
 
-    restarts: bool = True  # type: ignore[assignment]
+    restarts: bool = True
     #: the rehearsal's clock: each reading comes a step later than the one before, as no
     #: step on a cluster takes less
     clock: datetime = datetime(2026, 1, 1, tzinfo=UTC)

@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pluggy
 import pytest
 import yaml
 
@@ -28,6 +31,9 @@ from conformance.run_cluster import (
 )
 from conformance.stash import RUN_ID, TEST_FAILED, TIMING
 from conformance.timing import TEST_TIMEOUT
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
 from conformance.turns import STOPS_CONTROLLER
 from conformance.verify import test_key
 
@@ -190,7 +196,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[TIMING] = timing.build(config.getoption("timing"), config.getoption("timing_file"))
     if is_xdist_worker(config):
-        shared = config.workerinput  # type: ignore[attr-defined]
+        shared = config.workerinput  # type: ignore[attr-defined]  # set by xdist on a worker
         config.stash[RUN_ID] = f"{shared['convoy_run_id']}-{shared['workerid']}"
         if "convoy_choice" in shared:
             config.stash[CHOICE] = Choice(*shared["convoy_choice"])
@@ -199,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]
+def pytest_configure_node(node: WorkerController) -> None:
     """xdist: hand each worker the run ID and the provider decided here."""
     choice = provider_choice(node.config)
     node.workerinput["convoy_run_id"] = node.config.stash[RUN_ID]
@@ -282,7 +288,9 @@ def failed_tests(report_path: Path) -> set[str]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """On a failure, attach the namespace's Releases and events and the controller's log."""
     outcome = yield
     report = outcome.get_result()

@@ -25,13 +25,14 @@ def _polls(seconds: float, step: float) -> Iterator[float]:
 
 
 def poll_until(
-    check: Callable[[], T],
+    check: Callable[[], T | None],
     *,
     timeout: float,
     step: float,
     failure: Callable[[], Exception],
 ) -> T:
-    """Call `check` every `step` seconds until it returns something truthy, and return that.
+    """Call `check` every `step` seconds until it returns something truthy (never None, then),
+    and return that.
 
     After `timeout` seconds (and one last check) raise `failure()`, built only then so its
     message can say what was seen last. `check` fails fast by raising (a child that died).

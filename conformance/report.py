@@ -118,7 +118,7 @@ class ReportPlugin:
         self.deselected += len(items)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        clauses = dict(report.user_properties).get(CLAUSES_PROPERTY, "").split()
+        clauses = str(dict(report.user_properties).get(CLAUSES_PROPERTY, "")).split()
         result = self.results.get(report.nodeid)
         if result is None or result.phase != self.phase:  # a test the previous phase skipped
             result = TestResult(report.nodeid, clauses, phase=self.phase)
@@ -137,9 +137,11 @@ class ReportPlugin:
 
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written the JUnit file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.environment.update(self.config.stash.get(ENVIRONMENT, {}))
+        environment: dict[str, Any] = self.config.stash.get(ENVIRONMENT, {})
+        self.environment.update(environment)
         if hasattr(self.config, "workerinput"):
-            self.config.workeroutput["convoy_environment"] = self.environment  # type: ignore[attr-defined]
+            output = self.config.workeroutput  # type: ignore[attr-defined]  # set by xdist
+            output["convoy_environment"] = self.environment
             return
         directory = self.config.getoption("report_dir")
         if directory and self.results:

@@ -38,6 +38,9 @@ class LongestFirst(LoadScheduling):
     a test only once it holds the next one, so it starts with two: one from the front (the
     longest left) and one from the back (the collection's last, which waits behind it)."""
 
+    #: LoadScheduling's: the node IDs, once every worker collected the same
+    collection: list[str] | None
+
     def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
         super().__init__(config, log)
         self.maxschedchunk = 1  # then one test at a time, to whichever worker is free
@@ -49,8 +52,9 @@ class LongestFirst(LoadScheduling):
         if not self._check_nodes_have_same_collection():
             self.log("**Different tests collected, aborting run**")
             return
-        self.collection = next(iter(self.node2collection.values()))
-        self.pending[:] = range(len(self.collection))
+        collection = next(iter(self.node2collection.values()))
+        self.collection = collection
+        self.pending[:] = range(len(collection))
         for node in self.nodes:
             self._send_tests(node, 1)
         for node in self.nodes:

@@ -25,7 +25,9 @@ class Verdict(StrEnum):
     NOT_SUPPORTED = "not-supported"
 
 
-class VerdictSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
+# pytest.skip.Exception is pytest's public name of its Skipped, an attribute set on the skip
+# function, which the checker cannot see.
+class VerdictSkip(pytest.skip.Exception):  # type: ignore[name-defined]
     """A skip the report reads as a verdict. Reported at the test's own location (as a skip
     mark's is), not at the line here that raises it."""
 

@@ -134,7 +134,7 @@ def clause_problems(rules: list[dict[str, Any]], allowed: tuple[str, ...]) -> li
                 problems.append(f"rules[{rule.id}].clauses: clause {clause.id} is missing")
             elif results[clause.id] not in allowed:
                 problems.append(f"rules[{rule.id}].clauses[{clause.id}]: {results[clause.id]}")
-    extra = sorted(set(by_id) - set(catalog.BY_ID))
+    extra = sorted(str(rule) for rule in set(by_id) - set(catalog.BY_ID))
     return problems + [f"rules: {rule} is no rule of this suite" for rule in extra]
 
 

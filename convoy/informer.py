@@ -12,6 +12,7 @@ field managers of each object are most of the controller's memory.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import threading
@@ -98,7 +99,8 @@ class Informer:
         with self._lock:
             return list(self._cache.values())
 
-    def indexed(self, value: Hashable) -> list[Obj]:
+    # builtins.list: in the class body below, `list` is the method above.
+    def indexed(self, value: Hashable) -> builtins.list[Obj]:
         """The cached objects that the index function files under `value`."""
         with self._lock:
             return list(self._index.get(value, {}).values())
@@ -152,7 +154,7 @@ class Informer:
         self._synced.set()
         return version
 
-    def _list(self) -> tuple[list[Obj], str]:
+    def _list(self) -> tuple[builtins.list[Obj], str]:
         """Every object, a page at a time (raw JSON: the client's object wrappers cost more than
         the objects); return them and the list's resourceVersion."""
         items: list[Obj] = []

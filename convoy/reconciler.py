@@ -318,7 +318,7 @@ def put_condition(
     """Set one condition; keep lastTransitionTime while the condition's status stays the same."""
     conditions = [c for c in status.get("conditions") or [] if c["type"] != kind]
     previous = next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
-    changed = previous is None or previous["status"] != value
+    since = None if previous is None or previous["status"] != value else previous
     conditions.append(
         {
             "type": kind.value,
@@ -326,8 +326,8 @@ def put_condition(
             "reason": reason,
             "message": message,
             "lastTransitionTime": synctime.format_sync_time(now)
-            if changed
-            else previous["lastTransitionTime"],
+            if since is None
+            else since["lastTransitionTime"],
             "observedGeneration": release["metadata"].get("generation", 0),
         }
     )

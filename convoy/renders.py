@@ -35,7 +35,8 @@ class RenderMemory:
 
     def get(self, key: str, ref: str | None) -> Render | None:
         with self._lock:
-            return (self._renders.get(key) or {}).get(ref or "")
+            kept = self._renders.get(key)
+            return kept.get(ref or "") if kept else None
 
     def forget(self, key: str) -> None:
         with self._lock:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import ssl
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubernetes import client
@@ -109,7 +109,8 @@ class SubresourceServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
 
-    def finish_request(self, request: socket.socket, client_address: tuple[str, int]) -> None:
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """`request` is a TCP connection's socket (socketserver types it for UDP too)."""
         request.settimeout(HANDSHAKE_TIMEOUT)
         try:
             connection = self._tls.wrap_socket(request, server_side=True)
@@ -117,7 +118,7 @@ class SubresourceServer(ThreadingHTTPServer):
             log.info("refused a connection from %s: %s", client_address[0], error)
             return
         with connection:
-            self.RequestHandlerClass(connection, client_address, self)
+            super().finish_request(connection, client_address)
 
     def handle_error(self, request: object, client_address: tuple[str, int]) -> None:
         log.warning("connection from %s failed", client_address[0], exc_info=True)

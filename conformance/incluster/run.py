@@ -5,6 +5,7 @@ directory, and delete everything the run created, also when it fails or is inter
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import sys
 import tarfile
@@ -72,11 +73,13 @@ def _delete(api: client.ApiClient, created: list[objects.Obj], run_namespace: st
         if meta.get("namespace") == run_namespace:
             continue
         resource = resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        read_or_none(
-            lambda r=resource, m=meta: r.delete(
-                name=m["name"], namespace=m.get("namespace"), propagation_policy="Background"
-            )
+        delete = functools.partial(
+            resource.delete,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            propagation_policy="Background",
         )
+        read_or_none(delete)
 
 
 def _wait_gone(api: client.ApiClient, spec: objects.RunSpec, out: TextIO) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -72,6 +72,17 @@ def condition(release: Obj, kind: str = "Applied") -> Obj | None:
     return next((c for c in conditions if c["type"] == kind), None)
 
 
+def present_condition(release: Obj, kind: str = "Applied") -> Obj:
+    """Condition `kind`, which the Release must have by now."""
+    found = condition(release, kind)
+    meta = release["metadata"]
+    assert found is not None, (
+        f"Release {meta.get('namespace')}/{meta['name']} has no {kind} condition: "
+        f"{(release.get('status') or {}).get('conditions')}"
+    )
+    return found
+
+
 def condition_status(release: Obj, kind: str = "Applied") -> str | None:
     """The status of condition `kind` ("True", "False", "Unknown"), None before it is set."""
     return (condition(release, kind) or {}).get("status")
@@ -123,7 +134,7 @@ class Releases:
         """
         created = App(self, name)
         created.set_content(content, extra=extra)
-        body = {
+        body: Obj = {
             "apiVersion": API_VERSION,
             "kind": "Release",
             "metadata": {"name": name, "annotations": annotations or {}, "labels": labels or {}},
@@ -255,7 +266,7 @@ class App:
             field_manager=SUITE_MANAGER,  # so that the witness can tell the suite's writes
         ).to_dict()
 
-    def annotate(self, annotations: dict[str, str | None]) -> Obj:
+    def annotate(self, annotations: Mapping[str, str | None]) -> Obj:
         return self.patch({"metadata": {"annotations": annotations}})
 
     def pin_nowhere(self) -> None:
@@ -318,7 +329,7 @@ class App:
         return status
 
     def wait_for(
-        self, predicate: Callable[[Obj], bool], what: str, timeout: float | None = None
+        self, predicate: Callable[[Obj], object], what: str, timeout: float | None = None
     ) -> Obj:
         """Poll the Release until `predicate(release)` holds; fail naming `what`."""
         limit = self.releases.timing.reconcile if timeout is None else timeout
@@ -355,7 +366,7 @@ class App:
             ),
         )
 
-    def holds_for(self, predicate: Callable[[Obj], bool], what: str, seconds: float) -> None:
+    def holds_for(self, predicate: Callable[[Obj], object], what: str, seconds: float) -> None:
         """A quiet period on the Release: `predicate` must hold at every poll for `seconds`."""
 
         def holds() -> None:
@@ -415,6 +426,15 @@ class App:
             lambda: self.releases.core.read_namespaced_config_map(self.object_name, self.namespace)
         )
         return None if found is None else self.releases.api.sanitize_for_serialization(found)
+
+    def rendered_object(self) -> Obj:
+        """The rendered object, which must be there."""
+        found = self.live_object()
+        assert found is not None, (
+            f"the rendered object {self.namespace}/{self.object_name} of Release {self.name} "
+            "is not there"
+        )
+        return found
 
     def drift(self, content: str = "drifted") -> None:
         """Change the rendered object behind the controller's back."""

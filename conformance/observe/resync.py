@@ -62,15 +62,21 @@ class ResyncClock:
         self._created_at = self._sentinel.wait_attempts()[-1].at + 1e-6
         return self
 
+    @property
+    def sentinel(self) -> App:
+        """The Release whose reconciles are the clock's ticks (made on entering the clock)."""
+        if self._sentinel is None:
+            raise RuntimeError("the resync clock is read outside its `with` block")
+        return self._sentinel
+
     def __exit__(self, *exc: object) -> None:
         self._recorder.close()
         delete_namespace(client.CoreV1Api(self._api), self.namespace)
 
     def ticks(self) -> list[float]:
         """Times of the resync reconciles seen so far (since the controller last started)."""
-        assert self._sentinel is not None
         self._follow_restart(wait=False)
-        return [a.at for a in self._sentinel.attempts(since=self._created_at, dry_run=False)]
+        return [a.at for a in self.sentinel.attempts(since=self._created_at, dry_run=False)]
 
     def ticks_from(self, at: float) -> list[float]:
         """The ticks since `at` (a test's start): those of the test's own bursts. Earlier ones
@@ -82,19 +88,17 @@ class ResyncClock:
         started = self._started()
         if started <= self._created_at:
             return
-        assert self._sentinel is not None
         if wait:
-            self._sentinel.wait_attempts(since=started)
-        initial = self._sentinel.attempts(since=started, dry_run=False)
+            self.sentinel.wait_attempts(since=started)
+        initial = self.sentinel.attempts(since=started, dry_run=False)
         if initial:
             self._created_at = initial[0].at + 1e-6
 
     def wait_tick(self, *, after: float) -> float | None:
         """The first tick after `after`, waiting up to a period; None when none comes."""
-        assert self._sentinel is not None
         limit = self.period + self._timing.slack(self.period) - (time.monotonic() - after)
         try:
-            found = self._sentinel.wait_attempts(since=after, timeout=max(limit, 0.0))
+            found = self.sentinel.wait_attempts(since=after, timeout=max(limit, 0.0))
         except WitnessTimeout:
             return None
         return found[0].at
@@ -131,7 +135,7 @@ class ResyncClock:
             if now < settled:
                 # The settle period, a named quiet period: the reconciles of a resync burst
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
-                self._sentinel.quiet(settled - now, since=self._recorder.mark())
+                self.sentinel.quiet(settled - now, since=self._recorder.mark())
                 continue
             due = last + math.ceil((now - last) / self.period) * self.period
             if now + length + guard < due:

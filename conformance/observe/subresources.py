@@ -46,7 +46,7 @@ def delete(app: App, subresource: str) -> RawResponse:
     return answer
 
 
-def annotations(release: Obj) -> dict[str, str]:
+def annotations_of(release: Obj) -> dict[str, str]:
     return release["metadata"].get("annotations") or {}
 
 
@@ -73,7 +73,7 @@ def update_changing(app: App, since: Obj, until: str, annotation: str) -> tuple[
         if event["object"]["metadata"]["resourceVersion"] == until:
             break
     for before, after in itertools.pairwise(states):
-        if annotations(before).get(annotation) != annotations(after).get(annotation):
+        if annotations_of(before).get(annotation) != annotations_of(after).get(annotation):
             return before, after
     raise AssertionError(f"no update up to resourceVersion {until} changed {annotation}")
 

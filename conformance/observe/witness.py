@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from kubernetes import client
@@ -447,7 +447,7 @@ class _Server(ThreadingHTTPServer):
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(CONNECTION_TIMEOUT)
         with self.context.wrap_socket(request, server_side=True) as tls:
-            self.RequestHandlerClass(tls, client_address, self)
+            super().finish_request(tls, client_address)
 
 
 class Witness:
@@ -528,8 +528,9 @@ class Witness:
         return {"service": reference, "caBundle": ca_bundle}
 
     def _tls_context(self) -> ssl.SSLContext:
-        names = _ip_or_dns(self.host)
-        serving = pki.issue(self._ca, "convoy-conformance-witness", server=True, **names)
+        serving = pki.issue(
+            self._ca, "convoy-conformance-witness", server=True, **_ip_or_dns(self.host)
+        )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         # load_cert_chain reads files only; they live just long enough to be read.
         with tempfile.TemporaryDirectory(prefix="convoy-witness-") as directory:
@@ -691,7 +692,12 @@ def _namespace_alive(core: client.CoreV1Api, name: str) -> bool:
     return found is not None and found.metadata.deletion_timestamp is None
 
 
-def _ip_or_dns(host: str) -> dict[str, tuple[str, ...]]:
+class _HostNames(TypedDict, total=False):
+    dns_names: tuple[str, ...]
+    ip_addresses: tuple[str, ...]
+
+
+def _ip_or_dns(host: str) -> _HostNames:
     try:
         ipaddress.ip_address(host)
     except ValueError:

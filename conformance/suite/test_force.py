@@ -208,7 +208,7 @@ def test_post_sync_force_also_writes_sync_force_requested_at_in_the_same_update(
     answer = subresources.post_sync(app, force="true")
     until = answer.body["metadata"]["resourceVersion"]
     _, after = subresources.update_changing(app, before, until, SYNC_FORCE_REQUESTED_AT)
-    written = subresources.annotations(after)
+    written = subresources.annotations_of(after)
     assert written[SYNC_FORCE_REQUESTED_AT] == written.get(SYNC_REQUESTED_AT), written
 
 
@@ -219,7 +219,7 @@ def test_post_sync_without_force_writes_no_force_annotation(
 ) -> None:
     app = releases.app("web")
     subresources.post_sync(app, force=force)
-    written = subresources.annotations(app.get())
+    written = subresources.annotations_of(app.get())
     assert SYNC_REQUESTED_AT in written and SYNC_FORCE_REQUESTED_AT not in written, written
 
 
@@ -232,7 +232,7 @@ def test_kubectl_convoy_release_sync_force_sends_the_forced_post(
         cluster.kubeconfig, app.namespace, "release", "sync", app.name, "--force"
     )
     assert done.returncode == 0, done.stderr
-    written = subresources.annotations(app.get())
+    written = subresources.annotations_of(app.get())
     assert written[SYNC_FORCE_REQUESTED_AT] == written[SYNC_REQUESTED_AT]
 
 

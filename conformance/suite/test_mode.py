@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -12,9 +13,9 @@ from conformance.observe.releases import (
     App,
     Releases,
     applied_automatic_app,
-    condition,
     content_mutations,
     content_object,
+    present_condition,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.timing import Timing
@@ -56,7 +57,7 @@ def test_without_automatic_true_the_release_is_manual_and_waits_for_sync(
 def test_automatic_true_applies_on_creation(releases: Releases) -> None:
     app = releases.app("web", sync_policy=AUTOMATIC)
     app.wait_applied("True", "Applied")
-    assert app.live_object()["data"] == {"content": "v1"}
+    assert app.rendered_object()["data"] == {"content": "v1"}
 
 
 @pytest.mark.clause("MODE-1.changed")
@@ -70,7 +71,7 @@ def test_a_change_of_automatic_switches_the_mode_at_the_reconcile_it_starts(
     app.set_content("v2")
     app.patch({"spec": {"syncPolicy": {"automatic": False}}})
     app.wait_applied("False", "WaitingForSync")
-    assert app.live_object()["data"] == {"content": "v1"}, "applied after automatic: false"
+    assert app.rendered_object()["data"] == {"content": "v1"}, "applied after automatic: false"
     app.patch({"spec": {"syncPolicy": {"automatic": True}}})
     app.wait_content("v2")
     app.wait_applied("True", "Applied")
@@ -83,13 +84,13 @@ def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
     app = releases.app("web", sync_policy=AUTOMATIC)
     app.wait_applied("True", "Applied")
     first = app.attempts(dry_run=False)[-1]
-    unchanged = app.live_object()["metadata"]["resourceVersion"]
+    unchanged = app.rendered_object()["metadata"]["resourceVersion"]
     for _ in range(2):
         since = first.at
         app.request_sync()  # starts a reconcile and changes nothing
         first = app.wait_attempts(since=since + 1e-6)[-1]
         print(f"apply attempt {first.at - since:.3f} s after the previous one")
-    assert app.live_object()["metadata"]["resourceVersion"] == unchanged
+    assert app.rendered_object()["metadata"]["resourceVersion"] == unchanged
 
 
 @pytest.mark.clause("AUTO-1.unchanged")
@@ -143,7 +144,7 @@ def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
     print(f"drift ({drift}) corrected {app.releases.recorder.mark() - start:.2f} s after it")
 
 
-def applied_periodic_manual_app(releases: Releases, **spec: object) -> App:
+def applied_periodic_manual_app(releases: Releases, **spec: Any) -> App:
     """A manual Release reconciled every second, its first /sync applied."""
     app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"}, **spec)
     app.request_sync()
@@ -159,8 +160,8 @@ def test_manual_mode_in_sync_says_so_and_applies_nothing(
     app.drift()
     # Periodic reconciles (and resync ticks) happen meanwhile: none may apply or dry-run.
     app.stays("True", "Applied", timing.quiet_for(INTERVAL))
-    assert app.live_object()["data"] == {"content": "drifted"}, "drift was corrected"
-    message = condition(app.get())["message"]
+    assert app.rendered_object()["data"] == {"content": "drifted"}, "drift was corrected"
+    message = present_condition(app.get())["message"]
     assert "in sync" in message.lower() and "/sync" in message, message
 
 
@@ -182,7 +183,7 @@ def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     NEW_RENDERS[change](app)
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
-    assert app.live_object()["data"] == {"content": "v1"}
+    assert app.rendered_object()["data"] == {"content": "v1"}
 
 
 @pytest.mark.clause("MAN-3.no-rollback")
@@ -212,7 +213,7 @@ def test_manual_mode_does_not_roll_back_a_rollout_whose_health_timeout_passed(
     app.wait_rollout("Failed", timeout=timeout + timing.slack(timeout) + timing.reconcile)
     app.stays("True", "Applied", timing.quiet)
     assert app.attempts(since=since) == [], "applied after the rollout's healthTimeout"
-    assert app.live_object()["data"] == {"content": "v2"}, "rolled back without a /sync"
+    assert app.rendered_object()["data"] == {"content": "v2"}, "rolled back without a /sync"
 
 
 def settle_nothing_below(app: App) -> None:

@@ -36,6 +36,7 @@ from conformance.observe.releases import (
     invalid_object,
     not_by_suite,
     parse_time,
+    present_condition,
     rfc3339,
     same_second,
 )
@@ -188,7 +189,7 @@ class Transient:
         )[0]
 
     def check(self, app: App) -> None:
-        assert app.live_object()["data"] == {"content": "v1"}
+        assert app.rendered_object()["data"] == {"content": "v1"}
         if self.requested:
             handled = app.settled_status().get("lastHandledSyncAt")
             assert handled and same_second(parse_time(handled), self.requested), (
@@ -563,7 +564,7 @@ class Unappliable(NotTransient):
         return app
 
     def change(self, app: App) -> Revealed:
-        message = condition(app.get())["message"]
+        message = present_condition(app.get())["message"]
         assert self.rejected in message, f"the message does not name the object: {message}"
         app.set_content("v1")
         return lambda release: condition_status(release) == "True"
@@ -608,7 +609,7 @@ class Unsupported(NotTransient):
             content_type="application/merge-patch+json",
             field_manager=SUITE_MANAGER,
         )
-        return lambda release: condition(release)["message"] != PROBE_MESSAGE
+        return lambda release: present_condition(release)["message"] != PROBE_MESSAGE
 
 
 class Pinned(NotTransient):
@@ -757,7 +758,7 @@ def test_a_reason_that_is_not_transient_is_not_retried_with_backoff(
             f"reconciled within {releases.recorder.mark() - failed:.2f} s of a {case.reason} "
             f"failure with no event: the change made after it is in its status{note}"
         )
-        assert condition(release)["reason"] == case.reason, condition(release)
+        assert present_condition(release)["reason"] == case.reason, condition(release)
 
     quiet_period(not_reconciled, seconds=failed + quiet - changed, step=POLL)
     print(
@@ -812,5 +813,5 @@ def test_a_reason_that_is_not_transient_is_checked_again_at_the_periodic_reconci
     )
     release = app.wait_for(revealed, "the change revealed", timeout=timing.reconcile)
     status, reason = case.after_periodic
-    applied = condition(release)
+    applied = present_condition(release)
     assert (applied["status"], applied["reason"]) == (status, reason), applied

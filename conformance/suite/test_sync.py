@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -80,7 +81,7 @@ def test_post_sync_writes_the_current_time_on_the_named_release(
     before = datetime.now(UTC)
     subresources.post_sync(app)
     after = datetime.now(UTC)
-    written = parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
+    written = parse_time(subresources.annotations_of(app.get())[SYNC_REQUESTED_AT])
     print(f"sync-requested-at is {(written - before).total_seconds():+.3f} s from the POST")
     # A time written to the second is the current time too; clocks may differ by `late`.
     earliest = before.replace(microsecond=0) - timedelta(seconds=timing.late)
@@ -88,7 +89,7 @@ def test_post_sync_writes_the_current_time_on_the_named_release(
     assert earliest <= written <= latest, (
         f"sync-requested-at {written} is not the time of the POST ({before} to {after})"
     )
-    assert SYNC_REQUESTED_AT not in subresources.annotations(neighbour.get()), (
+    assert SYNC_REQUESTED_AT not in subresources.annotations_of(neighbour.get()), (
         "the POST to one Release wrote sync-requested-at on another"
     )
 
@@ -158,7 +159,7 @@ def test_a_pending_request_is_applied_and_recorded_as_handled(releases: Releases
     assert "lastHandledSyncAt" not in app.settled_status(), "lastHandledSyncAt before any apply"
     written = parse_time(app.request_sync(at=ago(2.5)))
     app.wait_applied("True", "Applied")
-    assert app.live_object()["data"] == {"content": "v1"}
+    assert app.rendered_object()["data"] == {"content": "v1"}
     handled = last_handled(app)
     assert same_second(handled, written), (
         f"lastHandledSyncAt {handled} is not the second of the handled request {written}"
@@ -191,7 +192,7 @@ def test_a_request_earlier_than_the_last_handled_one_is_not_pending(
     app.request_sync(at=last_handled(app) - timedelta(seconds=5))
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
-    assert app.live_object()["data"] == {"content": "v1"}
+    assert app.rendered_object()["data"] == {"content": "v1"}
 
 
 #: Offsets east of UTC (a west one is the same, negated): whole hours, and hours and minutes,
@@ -317,7 +318,7 @@ def test_a_request_withdrawn_before_its_retry_is_not_applied_by_the_retry(
     app.stays("False", "WaitingForSync", delay + timing.slack(delay))  # the retry's moment
     refused = app.attempts(since=since, dry_run=False)
     assert len(refused) == 1, f"applied after the request was withdrawn: {kinds(refused)}"
-    assert app.live_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
+    assert app.rendered_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
 
 
 def app_whose_next_prune_fails(releases: Releases) -> App:
@@ -347,7 +348,7 @@ def test_a_request_whose_prune_fails_stays_pending_until_the_prune_succeeds(
         "lastHandledSyncAt unchanged while the prune fails",
         timing.quiet,
     )
-    assert app.live_object()["data"] == {"content": "v2"}, "the apply did not happen"
+    assert app.rendered_object()["data"] == {"content": "v2"}, "the apply did not happen"
     app.releases.recorder.allow_all()  # no new request: only a retry can finish the sync now
     wait_handled(app, written)
     app.wait_applied("True", "Applied")
@@ -555,7 +556,7 @@ def test_in_automatic_mode_each_sync_starts_a_reconcile_two_in_one_second_too(
 def posted_sync_time(app: App) -> datetime:
     """POST /sync; the time it wrote."""
     subresources.post_sync(app)
-    return parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT])
+    return parse_time(subresources.annotations_of(app.get())[SYNC_REQUESTED_AT])
 
 
 # -- SYNC-8: the other subresources -----------------------------------------------------------
@@ -589,7 +590,7 @@ def write_is_a_request(
     until = answer.body["metadata"]["resourceVersion"]
     assert until != before["metadata"]["resourceVersion"], f"{method} /{subresource} wrote nothing"
     previous, after = subresources.update_changing(app, before, until, SYNC_REQUESTED_AT)
-    written = parse_time(subresources.annotations(after)[SYNC_REQUESTED_AT])
+    written = parse_time(subresources.annotations_of(after)[SYNC_REQUESTED_AT])
     app.wait_applied("True", "Applied")  # in manual mode the write was a /sync request
     assert same_second(last_handled(app), written)
     return previous, after
@@ -610,8 +611,8 @@ def test_a_subresource_write_sets_sync_requested_at_and_counts_as_a_request(
     annotation = f"{GROUP}/{subresource}"
     preset = {annotation: DELETED_VALUES[subresource]} if method == "DELETE" else None
     previous, after = write_is_a_request(releases, method, subresource, preset)
-    data_before = subresources.annotations(previous).get(annotation)
-    data_after = subresources.annotations(after).get(annotation)
+    data_before = subresources.annotations_of(previous).get(annotation)
+    data_after = subresources.annotations_of(after).get(annotation)
     assert data_before != data_after and (data_after is not None) == (method == "PUT"), (
         f"{method} /{subresource}: {annotation} and sync-requested-at were not written in one "
         f"update: {annotation} was {data_before!r} before it and {data_after!r} after it"
@@ -628,7 +629,7 @@ def test_a_subresource_write_that_changes_no_data_counts_as_a_request_too(
     """A DELETE whose annotation was never set takes nothing away: it is a write all the
     same, so it sets sync-requested-at, a request in manual mode."""
     _, after = write_is_a_request(releases, "DELETE", subresource, preset=None)
-    assert f"{GROUP}/{subresource}" not in subresources.annotations(after)
+    assert f"{GROUP}/{subresource}" not in subresources.annotations_of(after)
 
 
 # -- SYNC-9: the observer's /sync -------------------------------------------------------------
@@ -637,10 +638,10 @@ def test_a_subresource_write_that_changes_no_data_counts_as_a_request_too(
 def wait_for_observer_sync(app: App, previous: str | None) -> datetime:
     """The time of the /sync the observer sends (a new sync-requested-at)."""
     release = app.wait_for(
-        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) != previous,
+        lambda r: subresources.annotations_of(r).get(SYNC_REQUESTED_AT) != previous,
         "a /sync from the observer",
     )
-    return parse_time(subresources.annotations(release)[SYNC_REQUESTED_AT])
+    return parse_time(subresources.annotations_of(release)[SYNC_REQUESTED_AT])
 
 
 @pytest.mark.clause("SYNC-9.new-render", "SYNC-9.new-render-once")
@@ -657,17 +658,17 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     widgets.set_health(app, "worker", "Healthy")
     request = wait_for_observer_sync(app, previous)
     wait_handled(app, request)  # manual mode: the observer's /sync was a request
-    assert app.live_object()["data"] == {"content": "v2"}
-    handled = subresources.annotations(app.get())[SYNC_REQUESTED_AT]
+    assert app.rendered_object()["data"] == {"content": "v2"}
+    handled = subresources.annotations_of(app.get())[SYNC_REQUESTED_AT]
     quiet = timing.quiet_for(2.0)
 
     def no_new_sync(release: Obj) -> bool:
-        return subresources.annotations(release).get(SYNC_REQUESTED_AT) == handled
+        return subresources.annotations_of(release).get(SYNC_REQUESTED_AT) == handled
 
     app.holds_for(no_new_sync, "no further /sync while the render stays Healthy", quiet)
     for health, status in (("Degraded", "False"), ("Healthy", "True")):
         widgets.set_health(app, "worker", health)
-        app.wait_for(lambda r, s=status: condition_status(r, "Healthy") == s, f"Healthy={status}")
+        app.wait_for(functools.partial(healthy_is, status), f"Healthy={status}")
     app.holds_for(no_new_sync, "no /sync when the same render turns Healthy again", quiet)
 
 
@@ -686,11 +687,11 @@ def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_com
     previous = {}
     for app in next_wave:
         app.wait_applied("False", "WaitingForSync")
-        previous[app.name] = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+        previous[app.name] = subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT)
 
     def unrequested(release: Obj) -> bool:
         name = release["metadata"]["name"]
-        return subresources.annotations(release).get(SYNC_REQUESTED_AT) == previous[name]
+        return subresources.annotations_of(release).get(SYNC_REQUESTED_AT) == previous[name]
 
     widgets.set_health(first, "low-worker", "Healthy")
     first.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy=True")
@@ -713,20 +714,20 @@ def test_a_completed_wave_sends_the_next_wave_its_syncs_once(
     low = releases.app("low", sync_policy=AUTOMATIC, wave=0, extra=[widgets.widget("worker")])
     high = releases.app("high", wave=1)
     high.wait_applied("False", "WaitingForSync")
-    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    previous = subresources.annotations_of(high.get()).get(SYNC_REQUESTED_AT)
     widgets.set_health(low, "worker", "Healthy")
     wait_handled(high, wait_for_observer_sync(high, previous))
     high.set_content("v2")  # from here, only a request applies it
-    handled = subresources.annotations(high.get())[SYNC_REQUESTED_AT]
+    handled = subresources.annotations_of(high.get())[SYNC_REQUESTED_AT]
     since = releases.recorder.mark()
     low.request_sync()
     low.wait_attempts(since=since)
     high.holds_for(
-        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == handled,
+        lambda r: subresources.annotations_of(r).get(SYNC_REQUESTED_AT) == handled,
         "no /sync from a wave updated after it completed",
         timing.quiet,
     )
-    assert high.live_object()["data"] == {"content": "v1"}, "applied without a request"
+    assert high.rendered_object()["data"] == {"content": "v1"}, "applied without a request"
 
 
 @pytest.mark.clause("SYNC-9.wave-by-apply")
@@ -743,10 +744,10 @@ def test_a_wave_completed_by_an_apply_sends_the_next_wave_a_sync(
     low.wait_applied("False", "Pinned")
     assert condition_status(low.get(), "Healthy") == "True", "the pinned Release is not Healthy"
     high.set_content("v2")  # from here, only a request applies it
-    previous = subresources.annotations(high.get()).get(SYNC_REQUESTED_AT)
+    previous = subresources.annotations_of(high.get()).get(SYNC_REQUESTED_AT)
     # Also what puts the next /sync a second past the one handled (else it is not pending).
     high.holds_for(
-        lambda r: subresources.annotations(r).get(SYNC_REQUESTED_AT) == previous,
+        lambda r: subresources.annotations_of(r).get(SYNC_REQUESTED_AT) == previous,
         "no /sync while wave 0 is pinned",
         timing.quiet,
     )
@@ -791,12 +792,26 @@ def test_the_observer_sends_its_sync_to_automatic_releases_too(
     only starts a reconcile (SYNC-7)."""
     app, occasion_comes = OCCASIONS[occasion](releases)
     app.settle()
-    previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+    previous = subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT)
     # A resync reconcile would see the health first (it assesses as it applies), and leave
     # the observer no news to send a /sync for.
     resync_clock.quiet_slot(timing.reconcile)
     occasion_comes()
     wait_for_observer_sync(app, previous)
+
+
+def waiting_for_hooks_of(app: App, batch: list[str], release: Obj) -> bool:
+    """The Release waits for its hooks, and the hooks of `batch` are there."""
+    waiting = applied_is(release, "False", "WaitingForHooks")
+    return waiting and all(widgets.exists(app, name) for name in batch)
+
+
+def sync_requested_at_is(value: str | None, release: Obj) -> bool:
+    return subresources.annotations_of(release).get(SYNC_REQUESTED_AT) == value
+
+
+def healthy_is(status: str, release: Obj) -> bool:
+    return condition_status(release, "Healthy") == status
 
 
 #: Lifecycle hooks, by case: each batch the Release waits for sends its own /sync.
@@ -825,16 +840,12 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
     app.request_sync(at=ago(3))
     for batch in (batch for batches in phases.values() for batch in batches):
         app.wait_for(
-            lambda r, batch=batch: (
-                applied_is(r, "False", "WaitingForHooks")
-                and all(widgets.exists(app, name) for name in batch)
-            ),
-            f"WaitingForHooks, batch {batch}",
+            functools.partial(waiting_for_hooks_of, app, batch), f"WaitingForHooks, batch {batch}"
         )
         # No other reconcile may find the batch done before the observer says so: those the
         # setup started (the creation's, and the request's if it came after) must be over.
         app.settle()
-        previous = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+        previous = subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT)
         # A resync reconcile would find the batch done before the observer could say so.
         *first, last = batch
         resync_clock.quiet_slot(timing.reconcile + (timing.quiet if first else 0.0))
@@ -842,9 +853,7 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
             widgets.set_health(app, name, "Healthy")
         if first:
             app.holds_for(
-                lambda r, previous=previous: (
-                    subresources.annotations(r).get(SYNC_REQUESTED_AT) == previous
-                ),
+                functools.partial(sync_requested_at_is, previous),
                 f"no /sync while only {', '.join(first)} of {batch} is Healthy",
                 timing.quiet,
             )
@@ -865,7 +874,7 @@ def test_the_observer_sends_a_sync_when_a_hook_batch_completes(
     ],
 )
 def test_kubectl_convoy_release_sync_sends_the_post(
-    releases: Releases, cluster: Cluster, namespace_from: str
+    releases: Releases, cluster: Cluster, namespace_from: Literal["flag", "context"]
 ) -> None:
     """With `-n`, or without it in the namespace of the kubeconfig's current context."""
     app = releases.app("web")
@@ -874,6 +883,6 @@ def test_kubectl_convoy_release_sync_sends_the_post(
         cluster.kubeconfig, app.namespace, *command, namespace_from=namespace_from
     )
     assert done.returncode == 0, done.stderr
-    annotations = subresources.annotations(app.get())
+    annotations = subresources.annotations_of(app.get())
     assert SYNC_REQUESTED_AT in annotations and SYNC_FORCE_REQUESTED_AT not in annotations
     app.wait_applied("True", "Applied")

@@ -25,6 +25,7 @@ from conformance.observe.releases import (
     condition,
     condition_status,
     content_mutations,
+    present_condition,
     rfc3339,
 )
 from conformance.observe.resync import ResyncClock
@@ -87,12 +88,12 @@ def test_a_spec_change_changes_the_generation_and_starts_a_reconcile(
 
 #: Changes of metadata that start no reconcile: (change, what it is). A label is removed by
 #: a Release created with it.
-METADATA_CHANGES = {
+#: "force-annotation" and "pin-annotation" are made per Release (metadata_change): a pending
+#: forced request's time, and its current render, which holds nothing.
+METADATA_CHANGES: dict[str, Obj] = {
     "label-added": {"metadata": {"labels": {"team": "payments"}}},
     "label-removed": {"metadata": {"labels": {"tier": None}}},
     "other-annotation": {"metadata": {"annotations": {"example.com/owner": "payments"}}},
-    "force-annotation": None,  # filled in per Release: a pending forced request's time
-    "pin-annotation": None,  # filled in per Release: its current render, which holds nothing
 }
 CLAUSE_OF = {
     "label-added": "TRIG-3.label",
@@ -103,7 +104,7 @@ CLAUSE_OF = {
 }
 
 
-def metadata_change(app: App, name: str) -> dict:
+def metadata_change(app: App, name: str) -> Obj:
     if name == "force-annotation":
         forced = rfc3339(datetime.now(UTC))
         return {"metadata": {"annotations": {SYNC_FORCE_REQUESTED_AT: forced}}}
@@ -272,11 +273,11 @@ def assert_reconciled_by_the_inventory(
     a /sync, must start a reconcile (an apply attempt of the automatic Release)."""
     app.settle()  # the observer's /syncs of the setup were handled, and nothing runs
     resync_clock.quiet_slot(timing.reconcile)
-    requested = subresources.annotations(app.get()).get(SYNC_REQUESTED_AT)
+    requested = subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT)
     since = app.releases.recorder.mark()
     change()
     app.wait_attempts(since=since)
-    assert subresources.annotations(app.get()).get(SYNC_REQUESTED_AT) == requested, (
+    assert subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT) == requested, (
         "the reconcile came from a /sync, not from the inventory"
     )
 
@@ -414,7 +415,8 @@ def test_a_lower_wave_turning_healthy_reconciles_the_higher_wave_before_its_wave
     widgets.set_health(first, "low-worker", "Healthy")
     first.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy=True")
     high.wait_for(revealed, "a reconcile after a lower wave's Healthy turned True")
-    assert condition(high.get())["reason"] == "WaitingForWave", f"{second.name} is not Healthy"
+    reason = present_condition(high.get())["reason"]
+    assert reason == "WaitingForWave", f"{second.name} is not Healthy"
 
 
 @pytest.mark.clause("TRIG-7.unsettled")
@@ -457,14 +459,14 @@ def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wav
     changes its reason and message, and stays False."""
     low = unhealthy_low_wave(releases, "low")
     high = waiting_high_wave(releases)
-    before = condition(low.get(), "Healthy")
+    before = present_condition(low.get(), "Healthy")
     resync_clock.quiet_slot(timing.quiet + timing.reconcile)
     revealed = high.new_render()
     since = releases.recorder.mark()
     widgets.set_health(low, "low-worker", "Degraded")
-    after = condition(
+    after = present_condition(
         low.wait_for(
-            lambda r: condition(r, "Healthy")["reason"] != before["reason"],
+            lambda r: present_condition(r, "Healthy")["reason"] != before["reason"],
             "a new reason of Healthy",
         ),
         "Healthy",
@@ -536,7 +538,7 @@ def test_a_write_through_mutations_or_lifecycle_starts_a_reconcile_at_once(
 
 
 def _mutation(app: App):
-    return content_mutations(app), lambda: app.live_object()["data"] == {"content": "mutated"}
+    return content_mutations(app), lambda: app.rendered_object()["data"] == {"content": "mutated"}
 
 
 def _lifecycle(app: App):

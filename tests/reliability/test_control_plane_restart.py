@@ -85,7 +85,8 @@ def test_a_request_after_a_restart_is_applied_once_and_nothing_else_is(
     since = releases.recorder.mark()
     post_sync_once_served(app, timing)
     app.wait_content("v2")
-    wait_handled(app, HANDLED, parse_time(subresources.annotations(app.get())[SYNC_REQUESTED_AT]))
+    requested = subresources.annotations_of(app.get())[SYNC_REQUESTED_AT]
+    wait_handled(app, HANDLED, parse_time(requested))
     quiet = releases.recorder.quiet(timing.quiet, since=releases.recorder.mark())
     assert quiet == [], f"written with nothing pending: {[a.describe() for a in quiet]}"
     assert kinds(app.attempts(since=since)) == ["dry-run", "apply"]
