@@ -45,7 +45,7 @@ conformance: $(if $(filter local,$(CLUSTER)),binaries,$(BIN)/.installed)
 	$(BIN)/convoy-conformance run --cluster=$(CLUSTER) $(FAST) -n $(SUITE_WORKERS) $(ARGS)
 
 # Both phases of a certifying run of the reference controller: as shipped, then the long phase
-# (about 45 min). Its report names the reference (conformance.report.REFERENCE_IMPLEMENTATION).
+# (about 45 min). Its report names the reference (conformance.certification.report.REFERENCE_IMPLEMENTATION).
 certify: $(if $(filter local,$(CLUSTER)),binaries,$(BIN)/.installed)
 	$(BIN)/convoy-conformance certify --cluster=$(CLUSTER) --workers $(SUITE_WORKERS) \
 	  --implementation-organization=convoy-conformance --implementation-project=reference $(ARGS)

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance import catalog, kill_run, report, verify
+from conformance import kill_run
+from conformance.certification import report, verify
 from conformance.clusters import binaries
+from conformance.document import catalog
 from conformance.timing import LONG_RESYNC
 
 if TYPE_CHECKING:

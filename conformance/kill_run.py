@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from conformance import catalog, model_profiles
+from conformance.document import catalog, model_profiles
 from conformance.install.host import MUTANT_VARIABLE
 from conformance.timing import DOCUMENT_RESYNC, LONG_RESYNC
 

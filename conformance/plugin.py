@@ -1,4 +1,5 @@
-"""The pytest plugin: the suite's options and hooks; the fixtures live in conformance.fixtures.
+"""The pytest plugin: the suite's options and hooks; the fixtures live in
+conformance.harness.fixtures.
 
 Loaded by the `pytest11` entry point when the package is installed, so `pytest conformance`
 and the project's own `pytest tests` share one set of fixtures.
@@ -17,30 +18,32 @@ import pluggy
 import pytest
 import yaml
 
-from conformance import catalog, model_profiles, timing, verdicts
+from conformance import timing
+from conformance.certification import verdicts
+from conformance.certification.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
 from conformance.clusters.select import PROVIDERS, Choice
-from conformance.install import on_kind
-from conformance.observe import diagnostics
-from conformance.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
-from conformance.run_cluster import (
+from conformance.document import catalog, model_profiles
+from conformance.harness.run_cluster import (
     CHOICE,
     KEEP_CHOICES,
     is_xdist_worker,
     kind_provider,
     provider_choice,
 )
-from conformance.stash import RUN_ID, TEST_FAILED, TIMING
+from conformance.harness.stash import RUN_ID, TEST_FAILED, TIMING
+from conformance.install import on_kind
+from conformance.observe import diagnostics
 from conformance.timing import TEST_TIMEOUT
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
-from conformance.turns import STOPS_CONTROLLER
-from conformance.verify import test_key
+from conformance.certification.verify import test_key
+from conformance.harness.turns import STOPS_CONTROLLER
 
 pytest_plugins = [
-    "conformance.fixtures.cluster",
-    "conformance.fixtures.convoy",
-    "conformance.scheduling",
+    "conformance.harness.fixtures.cluster",
+    "conformance.harness.fixtures.convoy",
+    "conformance.harness.scheduling",
 ]
 
 
@@ -249,7 +252,7 @@ def default_timeout_mark(config: pytest.Config) -> pytest.MarkDecorator:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every clause a test names must be in the catalog (a bare rule ID is not a clause); with
-    --rerun-failed, only the tests the report lists as failed run (conformance.scheduling
+    --rerun-failed, only the tests the report lists as failed run (conformance.harness.scheduling
     then puts the longest first)."""
     rerun = config.getoption("rerun_failed")
     if rerun:

@@ -18,7 +18,7 @@ Obj = dict[str, Any]
 RUN_LABEL = "conformance.convoy.kumodo.io/in-cluster-run"
 SERVICE_ACCOUNT = "convoy-conformance"
 WITNESS_SERVICE = "convoy-conformance-witness"
-#: xdist worker gwN's witness serves on WITNESS_PORT + N (conformance.fixtures.convoy).
+#: xdist worker gwN's witness serves on WITNESS_PORT + N (conformance.harness.fixtures.convoy).
 WITNESS_PORT = 8443
 JOB = "convoy-conformance"
 CONTAINER = "suite"

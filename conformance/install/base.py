@@ -16,7 +16,7 @@ class ControllerUnderTest(Protocol):
     def per_worker(self) -> bool:
         """This xdist worker runs it alone (the local provider's host process); otherwise the
         run's workers share it, and only a test that has it alone stops it
-        (conformance.turns)."""
+        (conformance.harness.turns)."""
         ...
 
     def start(self) -> object: ...

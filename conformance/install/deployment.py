@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 from kubernetes import client
 
+from conformance.certification.verdicts import not_supported
 from conformance.polling import poll_until
-from conformance.verdicts import not_supported
 
 ROLLOUT_TIMEOUT = 300.0
 POLL_STEP = 0.5

@@ -34,6 +34,7 @@ import filelock
 import yaml
 
 from conformance import resources
+from conformance.certification.verdicts import not_supported
 from conformance.clusters import pki
 from conformance.clusters.kind import KindProvider
 from conformance.clusters.kubeconfig import api_client
@@ -63,7 +64,6 @@ from conformance.install.kind_commands import (
     wait_apiservice_argv,
     wait_pods_deleted_argv,
 )
-from conformance.verdicts import not_supported
 from convoyapi import API_SERVICE
 
 log = logging.getLogger(__name__)

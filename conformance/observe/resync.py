@@ -17,7 +17,7 @@ from itertools import pairwise
 
 from kubernetes import client
 
-from conformance.namespaces import RUN_LABEL, delete_namespace
+from conformance.harness.namespaces import RUN_LABEL, delete_namespace
 from conformance.observe.releases import App, Releases, not_by_suite
 from conformance.observe.witness import Witness, WitnessTimeout
 from conformance.timing import Timing

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from conformance import measurements, verdicts
+from conformance.certification import measurements, verdicts
+from conformance.harness.marks import case
 from conformance.install.base import ControllerUnderTest
-from conformance.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,

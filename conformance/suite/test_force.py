@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from conformance.clusters.base import Cluster
-from conformance.marks import case
+from conformance.harness.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     App,

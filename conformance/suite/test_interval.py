@@ -15,8 +15,8 @@ from datetime import datetime
 
 import pytest
 
-from conformance import measurements
-from conformance.marks import case
+from conformance.certification import measurements
+from conformance.harness.marks import case
 from conformance.observe import widgets
 from conformance.observe.releases import (
     POLL,

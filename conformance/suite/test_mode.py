@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conformance.marks import case
+from conformance.harness.marks import case
 from conformance.observe import widgets
 from conformance.observe.releases import (
     App,

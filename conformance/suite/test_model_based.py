@@ -1,4 +1,4 @@
-"""Generated event sequences against the sync-policy model (conformance.model_based).
+"""Generated event sequences against the sync-policy model (conformance.harness.model_based).
 
 Where the example tests check the situations their authors thought of, this test draws
 sequences of events (requests at chosen seconds, forced or not, new renders, mode switches,
@@ -6,7 +6,7 @@ retryBackoff edits and their ladders, refused applies, crashes and withdrawn req
 refusal and its retry, removed requests, other annotations, restarts) and checks every
 reconcile against an executable model of the document: what is applied or dry-run, in order,
 each retry's delay, the Applied condition, the handled times and the applied render; it aims
-at the cases conformance.model_goals names.
+at the cases conformance.document.model_goals names.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 import pytest
 
+from conformance.certification.report import MODEL_RUN_PROPERTY
+from conformance.document.model_profiles import SHARDS, Profile
+from conformance.harness.model_based import SequenceFailed, World, run_sequences
 from conformance.install.base import ControllerUnderTest
-from conformance.model_based import SequenceFailed, World, run_sequences
-from conformance.model_profiles import SHARDS, Profile
 from conformance.observe.releases import Releases
 from conformance.observe.resync import ResyncClock
-from conformance.report import MODEL_RUN_PROPERTY
 from conformance.timing import Timing
 
 #: What the drawn events exercise in every run and its own kill table (`mutants --run

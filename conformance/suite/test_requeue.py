@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from conformance import marks, measurements
+from conformance.certification import measurements
+from conformance.harness import marks
 from conformance.kube import read_or_none
 from conformance.observe import widgets
 from conformance.observe.releases import (

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pytest
 
 from conformance.clusters.base import Cluster
-from conformance.marks import case
+from conformance.harness.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conformance import measurements, verdicts
-from conformance.marks import case
+from conformance.certification import measurements, verdicts
+from conformance.harness.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,

@@ -17,7 +17,7 @@ from kubernetes import client
 from conformance.clusters.base import Cluster
 from conformance.clusters.ports import reservations
 from conformance.clusters.processes import unblock_stop_signals
-from conformance.namespaces import KEPT_LABEL, RUN_LABEL, delete_namespace, sweep_namespaces
+from conformance.harness.namespaces import KEPT_LABEL, RUN_LABEL, delete_namespace, sweep_namespaces
 from tests.helpers import namespace_deleted, pid_running, wait_until
 
 FAILING_TEST = """

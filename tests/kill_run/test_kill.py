@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog
+from conformance.document import catalog
 from mutants import COMBINED, load, parts_of_combined
 
 pytestmark = pytest.mark.kill_run

@@ -27,7 +27,9 @@ TESTS = (
     "test_post_sync_writes_the_current_time_on_the_named_release",
 )
 _REPORT = "conformance-report.yaml"
-_PRINT_DIGEST = "from conformance.provenance import suite_digest; print(suite_digest())"
+_PRINT_DIGEST = (
+    "from conformance.certification.provenance import suite_digest; print(suite_digest())"
+)
 
 
 def run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from conformance.charts import COLOURS
+from conformance.certification.charts import COLOURS
 
 #: A BACK-1 ladder of four retries: two in their bands, one late, one that never came.
 LADDER_TEST = """
 import pytest
-from conformance import measurements
+from conformance.certification import measurements
 from conformance.timing import Timing
 
 @pytest.mark.clause("BACK-1.formula")

@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.dynamic.discovery import Discoverer
 
+from conformance.harness.namespaces import RUN_LABEL, delete_namespace, namespace_name
 from conformance.kube import dynamic_api
-from conformance.namespaces import RUN_LABEL, delete_namespace, namespace_name
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from conformance import catalog, cli
+from conformance import cli
 from conformance.cli import SUITE_DIR
+from conformance.document import catalog
 
 
 @pytest.fixture(scope="module")

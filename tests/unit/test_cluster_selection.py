@@ -9,7 +9,7 @@ import pytest
 
 from conformance.clusters import binaries
 from conformance.clusters.select import choose
-from conformance.namespaces import namespace_name
+from conformance.harness.namespaces import namespace_name
 
 KUBERNETES_GO_MOD = """
 module k8s.io/kubernetes

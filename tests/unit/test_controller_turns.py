@@ -7,10 +7,10 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from conformance.fixtures.convoy import restart_with_resync
+from conformance.harness.fixtures.convoy import restart_with_resync
+from conformance.harness.turns import ControllerTurns
 from conformance.install.deployment import ContainerArgs
 from conformance.polling import poll_until
-from conformance.turns import ControllerTurns
 
 DEADLINE = 20.0
 # Spawned, not forked: a forked child would inherit the parent's locked file descriptions.

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.kill_run_time import breakdown
-from conformance import kill_run, model_profiles
+from conformance import kill_run
 from conformance.cli import SUITE_DIR
+from conformance.document import model_profiles
 from conformance.kill_run import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
 from mutants import COMBINED, load, parts_of_combined
 

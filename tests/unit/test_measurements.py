@@ -7,12 +7,12 @@ import re
 import pytest
 import yaml
 
-from conformance import charts, measurements
+from conformance.certification import charts, measurements
 from conformance.timing import Timing
 
 LADDER_TEST = """
 import pytest
-from conformance import measurements
+from conformance.certification import measurements
 from conformance.timing import Timing
 
 @pytest.mark.clause("BACK-1.formula")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conformance.model import Due, ReleaseModel, RetryBackoff
+from conformance.document.model import Due, ReleaseModel, RetryBackoff
 
 T0 = datetime(2026, 12, 1, 12, 0, 30, 250000, tzinfo=UTC)
 

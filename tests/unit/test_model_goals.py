@@ -1,6 +1,6 @@
-"""The cases the model-based run aims for (conformance.model_goals): each goal is reached by
-the model's steps that show it and by no other, and the CI profile's seed reaches them all,
-checked by rehearsal on the model alone (the draws never read the cluster)."""
+"""The cases the model-based run aims for (conformance.document.model_goals): each goal is
+reached by the model's steps that show it and by no other, and the CI profile's seed reaches
+them all, checked by rehearsal on the model alone (the draws never read the cluster)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conformance.model import Due, Prediction, ReleaseModel, RetryBackoff
-from conformance.model_based import BACKOFF_NAMES, BACKOFFS, Rehearsal, Sequence, rehearse
-from conformance.model_goals import (
+from conformance.document.model import Due, Prediction, ReleaseModel, RetryBackoff
+from conformance.document.model_goals import (
     GOALS,
     HOLD_GOAL,
     REMOVED_GOAL,
@@ -18,7 +17,8 @@ from conformance.model_goals import (
     Goals,
     ladder_goal,
 )
-from conformance.model_profiles import CI_SEED, SHARDS, Profile
+from conformance.document.model_profiles import CI_SEED, SHARDS, Profile
+from conformance.harness.model_based import BACKOFF_NAMES, BACKOFFS, Rehearsal, Sequence, rehearse
 
 HANDLED = datetime(2026, 12, 4, 10, 0, 0, tzinfo=UTC)
 
@@ -123,7 +123,8 @@ def test_the_ci_seed_reaches_every_goal_where_the_run_restarts_its_own_controlle
     missed = [goal for goal in GOALS if goal not in reached]
     assert not missed, (
         f"CI seed {CI_SEED} no longer reaches {missed}: the generator changed what it draws; "
-        "choose a CI_SEED whose rehearsal (conformance.model_based.rehearse) reaches them all"
+        "choose a CI_SEED whose rehearsal (conformance.harness.model_based.rehearse) reaches "
+        "them all"
     )
 
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conformance.model import ReleaseModel, RetryBackoff
-from conformance.model_based import BACKOFFS, backoff_spec, request_time
-from conformance.model_profiles import Profile
+from conformance.document.model import ReleaseModel, RetryBackoff
+from conformance.document.model_profiles import Profile
+from conformance.harness.model_based import BACKOFFS, backoff_spec, request_time
 
 HANDLED = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.model_based import described
+from conformance.harness.model_based import described
 
 
 def test_an_assertion_reads_as_its_message_naming_the_steps() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conformance import catalog, report, verify
+from conformance.certification import report, verify
+from conformance.document import catalog
 from conformance.timing import LONG_RESYNC
 
 #: A vendor's run: its implementation named, its controller not the suite's own reference one.
@@ -24,7 +25,7 @@ def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> dict:
 PASSING_AND_FAILING = """
 import pytest
 
-from conformance import verdicts
+from conformance.certification import verdicts
 
 @pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second")
 def test_passes():
@@ -84,7 +85,7 @@ def test_a_run_writes_yaml_junit_and_html_with_a_verdict_per_rule_and_clause(
 MODEL_RUN = """
 import json
 import pytest
-from conformance.report import MODEL_RUN_PROPERTY
+from conformance.certification.report import MODEL_RUN_PROPERTY
 
 @pytest.mark.clause("SYNC-4.same-second")
 def test_sequences(record_property):
@@ -131,7 +132,7 @@ def test_selection_changed_tolerances_and_missing_metadata_do_not_certify(
 ENVIRONMENT = """
 @pytest.fixture(autouse=True, scope="session")
 def environment(pytestconfig):
-    from conformance.stash import ENVIRONMENT
+    from conformance.harness.stash import ENVIRONMENT
     pytestconfig.stash[ENVIRONMENT] = {"provider": "kind", "kubernetesVersion": "v1.36.3"}
 """
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import catalog, provenance, report, verify
+from conformance.certification import provenance, report, verify
+from conformance.document import catalog
 
 Obj = dict[str, Any]
 ORGANIZATION, PROJECT = "Vendor Example", "convoy-like"

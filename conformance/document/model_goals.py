@@ -7,7 +7,7 @@ retryBackoff's curve differs from a wrong one by more than the timing band; a Wa
 hold between two failures. Each goal names one such case and the clause it shows. A goal is
 reached when the model, stepped by a sequence, shows the case: the goals read the model's
 state before and after each step and its predictions, never the cluster, so a rehearsal of a
-profile's sequences (conformance.model_based.rehearse) says which goals its seed reaches.
+profile's sequences (conformance.harness.model_based.rehearse) says which goals its seed reaches.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
+from conformance.document.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
 
 #: Two retry delays a sequence tells apart: more than the timing band's late side (0.5 s) and
 #: a reconcile on a loaded machine.
@@ -31,7 +31,7 @@ REMOVED_GOAL = "SYNC-2.removed: a removed request whose reconcile shows"
 HOLD_GOAL = "BACK-4.hold-WaitingForSync: a ladder after a hold reset the failure count"
 
 #: The retries a ladder climbs before its curve shows, by the retryBackoff it climbs
-#: (conformance.model_based.BACKOFFS), and the clause it shows. The default limiter's 5 ms
+#: (conformance.harness.model_based.BACKOFFS), and the clause it shows. The default limiter's 5 ms
 #: doubling passes the band only at its fifth retry.
 LADDERS = {
     "default": ("BACK-6.ladder", 5),

@@ -21,7 +21,7 @@ from conformance.clusters.existing import ExistingCluster
 from conformance.clusters.kind import KindProvider
 from conformance.clusters.local import LocalControlPlane
 from conformance.clusters.select import Choice, choose
-from conformance.stash import RUN_ID
+from conformance.harness.stash import RUN_ID
 from conformance.versions import KindError, kind_versions
 
 XDIST_WORKER = "workerinput"

@@ -1,4 +1,4 @@
-"""The model-based run's profiles and seeds (conformance.model_based runs them).
+"""The model-based run's profiles and seeds (conformance.harness.model_based runs them).
 
 Apart from the run itself, so that the plugin's options, the report and the kill run read them
 without importing hypothesis before pytest has registered its plugin.
@@ -10,7 +10,8 @@ import random
 from dataclasses import dataclass
 
 #: The CI sequences' seed: one whose draws reach every case the generator aims for
-#: (conformance.model_goals), as a rehearsal on the model shows (tests/unit/test_model_goals.py).
+#: (conformance.document.model_goals), as a rehearsal on the model shows
+#: (tests/unit/test_model_goals.py).
 CI_SEED = 52
 
 

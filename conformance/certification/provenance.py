@@ -15,9 +15,15 @@ from typing import Any
 
 from conformance.versions import default_versions, kind_versions
 
-PACKAGE = Path(__file__).resolve().parent
+#: The conformance package (this module is in its certification/).
+PACKAGE = Path(__file__).resolve().parents[1]
 #: Besides the tests under suite/: the files whose content is part of the suite's verdict.
-VERDICT_FILES = ("catalog.py", "timing.py", "model.py", "model_based.py")
+VERDICT_FILES = (
+    "document/catalog.py",
+    "timing.py",
+    "document/model.py",
+    "harness/model_based.py",
+)
 
 
 def suite_version() -> str:

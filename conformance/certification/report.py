@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import catalog, charts, measurements, provenance, verdicts
-from conformance.model_profiles import CERTIFYING_PROFILE, profile_name
-from conformance.stash import ENVIRONMENT, TIMING
+from conformance.certification import charts, measurements, provenance, verdicts
+from conformance.document import catalog
+from conformance.document.model_profiles import CERTIFYING_PROFILE, profile_name
+from conformance.harness.stash import ENVIRONMENT, TIMING
 from conformance.timing import Timing
 
 API_VERSION = "conformance.convoy.kumodo.io/v1alpha1"
@@ -53,9 +54,10 @@ class TestResult:
     state: str = "passed"
     message: str = ""
     phase: str | None = None
-    #: what the test measured against the document's delays and periods (conformance.measurements)
+    #: what the test measured against the document's delays and periods
+    #: (conformance.certification.measurements)
     measurements: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: the model-based run's profile, seed, sequences and steps (conformance.model_based)
+    #: the model-based run's profile, seed, sequences and steps (conformance.harness.model_based)
     model_run: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def entry(self) -> dict[str, Any]:
@@ -499,7 +501,7 @@ def _model_runs_html(report: dict[str, Any]) -> str:
 
 
 def _goals_html(runs: list[dict[str, Any]]) -> str:
-    """How many of the cases the generator aims for (conformance.model_goals) the shards'
+    """How many of the cases the generator aims for (conformance.document.model_goals) the shards'
     sequences reached together, and those none reached."""
     every = {g for r in runs for g in (*r.get("goalsReached", ()), *r.get("goalsMissed", ()))}
     reached = {g for r in runs for g in r.get("goalsReached", ())}

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from conformance import catalog, provenance
-from conformance.report import (
+from conformance.certification import provenance
+from conformance.certification.report import (
     API_VERSION,
     IMPLEMENTATION_FIELDS,
     INTEGRITY,
@@ -35,6 +35,7 @@ from conformance.report import (
     file_digest,
     reference_named_otherwise,
 )
+from conformance.document import catalog
 
 #: What a development run may leave a clause at: passed, or left to a certifying run's phase.
 RESULTS_ONLY = ("passed", "not-in-profile")

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import pytest
 
-from conformance.catalog import CERTIFYING_ONLY
+from conformance.document.catalog import CERTIFYING_ONLY
 
 #: The user property of a test's report that names its verdict skip.
 PROPERTY = "convoy_verdict"

@@ -1,5 +1,5 @@
 """The model-based run: generated sequences of events against the controller under test, each
-step's observations checked against the sync-policy model (conformance.model).
+step's observations checked against the sync-policy model (conformance.document.model).
 
 hypothesis' stateful testing draws the sequences: Releases with each retryBackoff boundary
 (BACKOFFS), at creation and by spec edits; /sync requests at chosen times (now, in the past,
@@ -9,7 +9,7 @@ deep as its curve needs to show; a refused apply's retry cut short by a crash, o
 withdrawn request and then a new refusal; removed requests; new renders; mode switches; other
 annotations; controller restarts (where the controller is this worker's own: a shared one is
 restarted only by BACK-5.restart's test, which has it alone). Some rules aim at cases a
-uniform draw reaches only by luck in a short sequence (conformance.model_goals); the report
+uniform draw reaches only by luck in a short sequence (conformance.document.model_goals); the report
 says which of those cases a run's sequences reached.
 Each step waits for a resync-free slot as long as its retries need, causes its event on the
 cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
@@ -46,10 +46,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from conformance.document.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
+from conformance.document.model_goals import LADDERS, Goals
+from conformance.document.model_profiles import Profile
 from conformance.install.base import ControllerUnderTest
-from conformance.model import TRANSIENT, Prediction, ReleaseModel, RetryBackoff, second
-from conformance.model_goals import LADDERS, Goals
-from conformance.model_profiles import Profile
 from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
