@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from conformance.certification.verdicts import not_supported
+
 
 class ControllerUnderTest(Protocol):
     #: time.monotonic() of the last start: a restart starts the resync period anew
@@ -41,3 +43,25 @@ class ControllerUnderTest(Protocol):
     def describe(self) -> dict[str, Any]:
         """What runs, as the report records it."""
         ...
+
+
+class SharedController:
+    """What a controller the run's xdist workers share (a Deployment) has in common: it is
+    restarted by stopping and starting it, and nobody crashes it."""
+
+    @property
+    def per_worker(self) -> bool:
+        return False
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> object:
+        raise NotImplementedError
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def crash(self) -> None:
+        not_supported("the suite crashes only a controller of its xdist worker's own")

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from kubernetes import client
 
-from conformance.certification.verdicts import not_supported
+from conformance.install.base import SharedController
 from conformance.polling import poll_until
 
 ROLLOUT_TIMEOUT = 300.0
@@ -79,7 +79,7 @@ class ContainerArgs(NamedTuple):
 
 
 @dataclass
-class DeploymentController:
+class DeploymentController(SharedController):
     """The controller under test as the Deployment `namespace/name`, stopped by scaling to 0."""
 
     api: client.ApiClient
@@ -161,17 +161,6 @@ class DeploymentController:
         self._scale(self.replicas)
         self._wait_rolled_out()
         return self
-
-    @property
-    def per_worker(self) -> bool:
-        return False
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def crash(self) -> None:
-        not_supported("the suite crashes only a controller of its xdist worker's own")
 
     def run_with_resync(self, seconds: float) -> ContainerArgs:
         """Restart the controller with --resync=<seconds>, the flag the document names, in the

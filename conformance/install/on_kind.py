@@ -34,10 +34,10 @@ import filelock
 import yaml
 
 from conformance import resources
-from conformance.certification.verdicts import not_supported
 from conformance.clusters import pki
 from conformance.clusters.kind import KindProvider
 from conformance.clusters.kubeconfig import api_client
+from conformance.install.base import SharedController
 from conformance.install.deployment import describe_deployment
 from conformance.install.host import check_not_refused
 from conformance.install.kind_commands import (
@@ -401,7 +401,7 @@ def installer_for(cluster: KindProvider, diagnostics_dir: Path | None = None) ->
 
 
 @dataclass
-class ReferenceDeployment:
+class ReferenceDeployment(SharedController):
     """The reference controller as a Deployment: what the suite's `controller` fixture uses on
     kind, a ControllerUnderTest (conformance.install.base) shared by the run's workers."""
 
@@ -463,17 +463,6 @@ class ReferenceDeployment:
         self.installer.run(scale_argv(k, kc, 0), "scaling the controller down")
         self.installer.run(wait_pods_deleted_argv(k, kc), "waiting for the controller pod to go")
         self.started = False
-
-    @property
-    def per_worker(self) -> bool:
-        return False
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def crash(self) -> None:
-        not_supported("the suite crashes only a controller of its xdist worker's own")
 
     def check(self) -> None:
         """Raise when the Deployment has no available replica while it should run, or when its
