@@ -126,19 +126,17 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         if outcome.must_pass:
             for test, message in outcome.messages.items():
                 print(f"  {test}\n    {message}")
-    (workdir / "matrix.json").write_text(
-        json.dumps(
-            {
-                "baseline": dataclasses.asdict(baseline),
-                "mutants": [dataclasses.asdict(o) for o in outcomes if not o.must_pass],
-                "variants": [dataclasses.asdict(o) for o in variants],
-                "seconds": round(time.monotonic() - started),
-                "phases": [dataclasses.asdict(phase) for phase in run.phases],
-                "cpus": os.cpu_count(),
-            },
-            indent=2,
-        )
-    )
+    matrix = {
+        "baseline": dataclasses.asdict(baseline),
+        "mutants": [dataclasses.asdict(o) for o in outcomes if not o.must_pass],
+        "variants": [dataclasses.asdict(o) for o in variants],
+        "seconds": round(time.monotonic() - started),
+        "phases": [dataclasses.asdict(phase) for phase in run.phases],
+        "cpus": os.cpu_count(),
+    }
+    (workdir / "matrix.json").write_text(json.dumps(matrix, indent=2))
+    for line in kill_run.describe(kill_run.breakdown(matrix)):
+        print(line)
     return 0 if not wrong else 1
 
 

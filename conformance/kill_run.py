@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from conformance.document import catalog, model_profiles
 from conformance.install.host import MUTANT_VARIABLE
@@ -293,3 +293,56 @@ def run(
     order = {m.name: n for n, m in enumerate(mutants)}
     others = sorted((o for o in outcomes if o is not baseline), key=lambda o: order[o.name])
     return KillRun(baseline, others, phases)
+
+
+#: The longest runs a breakdown names.
+LONGEST = 8
+
+
+def breakdown(matrix: dict[str, Any]) -> dict[str, Any]:
+    """Where a kill run's wall time went, from its matrix.json: for the runs that must pass and
+    for the mutants, the phase's wall time, its runs' pytest-seconds and CPU seconds, how busy
+    its pool was (pytest-seconds / (wall x runs at a time)) and its cores (CPU seconds / (wall
+    x cores): near 1, more runs at a time cannot make it faster); the longest runs."""
+    runs_by_phase = {
+        "mustPass": [matrix["baseline"], *matrix["variants"]],
+        "mutants": matrix["mutants"],
+    }
+    everything = [run for found in runs_by_phase.values() for run in found]
+    phases = {}
+    for phase in matrix["phases"]:
+        found = runs_by_phase[phase["name"]]
+        seconds = sum(r["seconds"] for r in found)
+        cpu = sum(r["cpu_seconds"] for r in found)
+        wall = max(phase["seconds"], 1e-9)
+        phases[phase["name"]] = {
+            "wallSeconds": round(phase["seconds"]),
+            "runsAtATime": phase["width"],
+            "runs": len(found),
+            "pytestSeconds": round(seconds),
+            "cpuSeconds": round(cpu),
+            "poolBusy": round(seconds / (wall * phase["width"]), 2),
+            "cpuBusy": round(cpu / (wall * matrix["cpus"]), 2),
+        }
+    longest = sorted(everything, key=lambda r: r["seconds"], reverse=True)[:LONGEST]
+    mutants = matrix["mutants"]
+    return {
+        "wallSeconds": matrix["seconds"],
+        "phases": phases,
+        "secondsPerMutant": round(sum(r["seconds"] for r in mutants) / max(len(mutants), 1), 1),
+        "longest": [{"name": r["name"], "seconds": round(r["seconds"])} for r in longest],
+    }
+
+
+def describe(figures: dict[str, Any]) -> list[str]:
+    """A breakdown as the kill run and benchmarks/kill_run_time.py print it."""
+    lines = [f"kill run: {figures['wallSeconds']} s wall"]
+    for name, phase in figures["phases"].items():
+        lines.append(
+            f"  {name:9} {phase['wallSeconds']:5} s wall, {phase['runs']:4} runs, "
+            f"{phase['runsAtATime']} at a time, {phase['pytestSeconds']:6} pytest-seconds, "
+            f"{phase['cpuSeconds']:6} CPU-s; pool busy {phase['poolBusy']:.0%}, "
+            f"cores {phase['cpuBusy']:.0%}"
+        )
+    lines.append(f"  a mutant's run: {figures['secondsPerMutant']} s on average")
+    return lines

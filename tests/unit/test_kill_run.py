@@ -10,11 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.kill_run_time import breakdown
 from conformance import kill_run
 from conformance.cli import SUITE_DIR
 from conformance.document import model_profiles
-from conformance.kill_run import MESSAGE_CHARS, Outcome, jobs, read_junit, run_counting_cpu
+from conformance.kill_run import (
+    MESSAGE_CHARS,
+    Outcome,
+    breakdown,
+    describe,
+    jobs,
+    read_junit,
+    run_counting_cpu,
+)
 from mutants import COMBINED, load, parts_of_combined
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -108,8 +115,10 @@ def test_the_benchmark_says_where_each_phases_time_went_and_refuses_an_older_mat
     figures = breakdown(matrix)["phases"]
     assert figures["mustPass"]["poolBusy"] == 1.0 and figures["mustPass"]["cpuBusy"] == 0.4
     assert figures["mutants"]["poolBusy"] == 1.0 and figures["mutants"]["cpuBusy"] == 0.8
+    lines = describe(breakdown(matrix))
+    assert "mustPass" in lines[1] and "2 at a time" in lines[1] and "cores 40%" in lines[1]
     older = {key: value for key, value in matrix.items() if key != "phases"}
-    with pytest.raises(SystemExit, match="no phases"):
+    with pytest.raises(KeyError, match="phases"):
         breakdown(older)
 
 
