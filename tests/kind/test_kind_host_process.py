@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import filelock
 import pytest
 import yaml
 
@@ -107,8 +108,17 @@ def command_line(
 
 
 @pytest.fixture
-def controller(
-    command_line: list[str], bare_cluster: LocalControlPlane, tmp_path: Path
+def deployment_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The Deployment's ports are fixed: one test of this module at a time holds them, whatever
+    xdist worker runs it (a lock file in the run's shared temporary directory)."""
+    shared = tmp_path_factory.getbasetemp().parent
+    with filelock.FileLock(str(shared / "convoy-deployment-ports.lock")):
+        yield
+
+
+@pytest.fixture
+def container_process(
+    command_line: list[str], bare_cluster: LocalControlPlane, tmp_path: Path, deployment_ports: None
 ) -> Iterator[ManagedProcess]:
     # The CRDs the controller lists (and nothing else of manifests/: no second APIService).
     with bare_cluster.api_client() as api:
@@ -127,13 +137,13 @@ def controller(
         process.stop()
 
 
-def wait_healthy(controller: ManagedProcess, port: int, path: str = "/readyz") -> None:
+def wait_healthy(process: ManagedProcess, port: int, path: str = "/readyz") -> None:
     wait_http_ok(
         f"http://127.0.0.1:{port}{path}",
-        alive=controller.check,
+        alive=process.check,
         timeout=60,
         step=0.1,
-        failure=lambda _: pytest.fail.Exception(f"{path} never answered 200:\n{controller.tail()}"),
+        failure=lambda _: pytest.fail.Exception(f"{path} never answered 200:\n{process.tail()}"),
     )
 
 
@@ -157,17 +167,17 @@ def test_the_deployment_passes_the_documented_flags() -> None:
 
 
 def test_the_container_command_line_serves_probes_metrics_and_the_api(
-    controller: ManagedProcess,
+    container_process: ManagedProcess,
     command_line: list[str],
     bare_cluster: LocalControlPlane,
     certificate: on_kind.ServingCertificate,
 ) -> None:
     health = port_of(command_line, "--health-port")
-    wait_healthy(controller, health)
+    wait_healthy(container_process, health)
     assert get(f"http://127.0.0.1:{health}/healthz") == (200, "ok\n")
     code, body = get(f"http://127.0.0.1:{port_of(command_line, '--metrics-port')}/metrics")
     assert code == 200 and "convoy_workqueue_depth" in body
-    assert "resync 120s" in controller.log_path.read_text(), controller.tail()
+    assert "resync 120s" in container_process.log_path.read_text(), container_process.tail()
 
     # The aggregator's view: the mounted certificate verifies for the Service's name against
     # the CA that goes into the APIService's caBundle, and a request with the front proxy's
@@ -206,10 +216,10 @@ def _connection(host: str, server_name: str, **kwargs):  # type: ignore[no-untyp
 
 
 def test_the_controller_stops_cleanly_on_sigterm(
-    controller: ManagedProcess, command_line: list[str]
+    container_process: ManagedProcess, command_line: list[str]
 ) -> None:
     """Kubernetes stops a pod with SIGTERM: the controller exits 0 within the grace period."""
-    wait_healthy(controller, port_of(command_line, "--health-port"), "/healthz")
-    assert controller.popen is not None
-    controller.popen.terminate()
-    assert controller.popen.wait(30) == 0, controller.tail()
+    wait_healthy(container_process, port_of(command_line, "--health-port"), "/healthz")
+    assert container_process.popen is not None
+    container_process.popen.terminate()
+    assert container_process.popen.wait(30) == 0, container_process.tail()
