@@ -205,14 +205,24 @@ def waiting_for_sync_backs_off() -> None:
 
 @mutant("interval-kept-per-namespace", "INT-1.per-release")
 def interval_kept_per_namespace() -> None:
-    """The interval is cached per namespace when a Release is created or changed: every
-    Release of the namespace requeues with the interval of the one seen last."""
+    """The interval is cached per namespace when a Release is created or its spec changes:
+    every Release of the namespace requeues with the interval of the one created or changed
+    last. (Status writes change no generation and leave the cache alone, so the wrong interval
+    does not depend on which Release's status the informer delivered last.)"""
     intervals: dict[str, float] = {}
     lock = threading.Lock()
 
+    def spec_written(event) -> bool:
+        if event.type == EventType.ADDED:
+            return True
+        generation = event.new["metadata"].get("generation")
+        return event.type == EventType.MODIFIED and (
+            event.old is None or event.old["metadata"].get("generation") != generation
+        )
+
     @wrap(controller.Controller, "_on_release")
     def on_release(original, self, event) -> None:
-        if event.type in (EventType.ADDED, EventType.MODIFIED):
+        if spec_written(event):
             try:
                 interval = policy.SyncPolicy.of(event.new).interval
             except policy.SpecError:
