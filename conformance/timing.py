@@ -52,6 +52,14 @@ class Timing:
     reconcile: float = _field(
         15.0, 30.0, "from an event (create, annotation, spec change) to its visible effect"
     )
+    takeover: float = _field(
+        25.0,
+        60.0,
+        "from a controller's restart (its pods ready, or its process started) to its first "
+        "reconcile: a replica elected on a Lease waits for its predecessor's to expire "
+        "(client-go's default lease duration, 15 s from when it first sees it, then a "
+        "jittered retry period of up to 4.4 s)",
+    )
     quiet: float = _field(
         5.0,
         60.0,

@@ -134,11 +134,20 @@ class Controller:
 
     # -- running -------------------------------------------------------------------------------
     def start(self) -> None:
-        """Inventories first: the first reconciles read health from their cache."""
+        self.start_caches()
+        self.start_work()
+
+    def start_caches(self) -> None:
+        """Inventories first: the first reconciles read health from their cache. A replica
+        waiting for leadership runs its caches (and their resync) too, as controller-runtime's
+        managers do; their events wait in the queue."""
         self.inventory_informer.start()
         if not self.inventory_informer.wait_synced(INVENTORY_SYNC_TIMEOUT):
             log.warning("ReleaseInventory cache not synced after %gs", INVENTORY_SYNC_TIMEOUT)
         self.informer.start()
+
+    def start_work(self) -> None:
+        """The observer and the reconcile workers: what only the leader runs."""
         self.observer.start()
         for number in range(self._workers):
             threading.Thread(target=self._work, name=f"worker-{number}", daemon=True).start()

@@ -4,11 +4,13 @@ nothing of these, so each must pass the whole suite, and each joins the combined
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from typing import Any
 
 from kubernetes import dynamic
 
+import convoy.__main__ as convoy_main
 from convoy import controller, synctime
 from convoy.clock import RealClock
 from mutants import variant
@@ -90,6 +92,23 @@ def finalizer() -> None:
         if FINALIZER in finalizers:
             return release
         return patched(resource, release, {"metadata": {"finalizers": [*finalizers, FINALIZER]}})
+
+
+@variant("leader-election")
+def leader_election() -> None:
+    """Elected on a Lease before it reconciles, as a controller-runtime manager with leader
+    election on (`--leader-elect`; the Lease is not released on exit, its default): the
+    caches and their resync start with the process, the reconciles only once elected, and a
+    restarted or crashed controller's successor waits for the old holder's Lease to expire,
+    15 s from when it first sees it, before its first reconcile."""
+
+    @wrap(convoy_main, "parse_args")
+    def parse_args(original, argv: list[str] | None = None) -> argparse.Namespace:
+        args = original(argv)
+        args.leader_elect = True
+        # where the reference's manifests let it hold a Lease
+        args.leader_election_namespace = args.leader_election_namespace or "convoy-system"
+        return args
 
 
 def conditions_of(release: Obj) -> list[Obj]:

@@ -219,6 +219,8 @@ class Sequence:
     steps: list[str] = field(default_factory=list)
     #: what the last predicted reconcile left the Release showing
     shown: Prediction | None = None
+    #: whether the step under way restarts the controller
+    restarting: bool = False
 
     @property
     def history(self) -> str:
@@ -274,6 +276,7 @@ class Sequence:
         self.steps.append(what)
         self.run.steps += 1
         self.refusals = refused
+        self.restarting = restart
         return 0.0
 
     def _act(self, act: Callable[[Driver], object]) -> None:
@@ -360,13 +363,19 @@ class Driver(Sequence):
     def _finish(self, predictions: list[Prediction], since: float, chained_from: int = 0) -> None:
         """Check the step's attempts, its retries' delays (those of predictions from
         `chained_from` on: a ladder the interruption did not cut) and the Release."""
-        recorder, expected = self.world.releases.recorder, kinds_of(predictions)
+        recorder, expected, timing = (
+            self.world.releases.recorder,
+            kinds_of(predictions),
+            self.world.timing,
+        )
         if expected:
+            # a restarted controller's first reconcile may wait for its leadership
+            first = timing.takeover if self.restarting else timing.reconcile
             try:
                 recorder.wait_for(
                     count=len(expected),
                     since=since,
-                    timeout=self.world.timing.reconcile + sum(retry_delays(predictions)),
+                    timeout=first + sum(retry_delays(predictions)),
                     name=self.app.object_name,
                     where=not_by_suite,
                 )

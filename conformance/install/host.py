@@ -36,6 +36,7 @@ IDENTITY_FILES = (
     "rbac-controller.yaml",
     "rbac-targets.yaml",
     "rbac-aggregated-api.yaml",
+    "rbac-leader-election.yaml",
 )
 IDENTITY_NAMESPACE, IDENTITY_NAME = "convoy-system", "convoy-controller"
 IDENTITY_USER = f"system:serviceaccount:{IDENTITY_NAMESPACE}:{IDENTITY_NAME}"

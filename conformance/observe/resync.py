@@ -73,6 +73,12 @@ class ResyncClock:
         self._recorder.close()
         delete_namespace(client.CoreV1Api(self._api), self.namespace)
 
+    @property
+    def controller_started_at(self) -> float:
+        """When the controller under test last started, as this worker knows it (0.0: unknown);
+        the ticks count from then."""
+        return self._started()
+
     def ticks(self) -> list[float]:
         """Times of the resync reconciles seen so far (since the controller last started)."""
         self._follow_restart(wait=False)
@@ -88,8 +94,8 @@ class ResyncClock:
         started = self._started()
         if started <= self._created_at:
             return
-        if wait:
-            self.sentinel.wait_attempts(since=started)
+        if wait:  # the restarted controller's first reconcile may wait for its leadership
+            self.sentinel.wait_attempts(since=started, timeout=self._timing.takeover)
         initial = self.sentinel.attempts(since=started, dry_run=False)
         if initial:
             self._created_at = initial[0].at + 1e-6
