@@ -18,6 +18,9 @@ from conformance.kube import read_or_none
 from conformance.observe.releases import App, parse_time, same_second
 from conformance.polling import poll_until
 
+#: The guide vendors follow; its shell blocks are commands the tests check or run.
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "certification.md"
+
 #: The status fields that record a handled /sync and a handled forced one.
 HANDLED, FORCE_HANDLED = "lastHandledSyncAt", "lastHandledForceSyncAt"
 
@@ -91,3 +94,30 @@ def run_action_step(step: str, work: Path, tools: list[Path], env: dict[str, str
         text=True,
     )
     return StepRun(process, output.read_text())
+
+
+def shell_blocks(section: str = "") -> list[str]:
+    """The guide's ```sh blocks, all of them or those under a heading that names `section`."""
+    blocks: list[str] = []
+    heading, fenced, block = "", False, None
+    for line in GUIDE.read_text().splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+            if fenced:
+                block = [] if line.strip() == "```sh" else None
+            elif block is not None and section in heading:
+                blocks.append("".join(block))
+        elif fenced:
+            if block is not None:
+                block.append(line)
+        elif line.startswith("#"):
+            heading = line
+    return blocks
+
+
+def guide_commands(section: str = "") -> list[str]:
+    """The guide's shell commands, continuation lines joined, comments dropped."""
+    joined = "\n".join(shell_blocks(section)).replace("\\\n", " ")
+    return [
+        line.split("#", 1)[0].strip() for line in joined.splitlines() if line.split("#")[0].strip()
+    ]

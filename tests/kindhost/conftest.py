@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from conformance.clusters.kind import KindProvider, get_clusters_argv
-from conformance.install import kind_commands, on_kind
+from conformance.install import kind_commands
 from conformance.kindhost.engine import Engine, host_address
+from tests.kindhost import vendor_manifests
 from tests.kindhost.settings import kernel_settings
 
 
@@ -54,6 +55,8 @@ VENDOR_IMAGE = "vendor.example/convoy-like:1.0"
 #: The order of the modules: each leaves the cluster as it found it; the last deletes it.
 MODULE_ORDER = (
     "test_vendor_on_kind",
+    "test_long_phase_on_a_vendor_deployment",
+    "test_the_guide_by_hand",
     "test_in_cluster",
     "test_whole_suite_on_kind",
     "test_kernel_settings",
@@ -126,14 +129,26 @@ def refuse_a_cluster_of_another_run(cluster: KindProvider) -> None:
 @dataclass
 class Vendor:
     cluster: KindProvider
-    #: its manifests directory, of its own (no suite file names it)
-    manifests: Path
+    #: its manifests directory, of its own (no suite file names it), and what they install
+    install: vendor_manifests.VendorInstall
     #: the suite's options that reach this engine's cluster (the action's own come first)
     kind_options: list[str]
 
+    @property
+    def manifests(self) -> Path:
+        return self.install.manifests
+
+    @property
+    def container_option(self) -> list[str]:
+        """Its Deployment runs a sidecar first: the suite's option that names the controller's."""
+        return [f"--convoy-controller-container={self.install.container}"]
+
+    @property
+    def kubectl_argv(self) -> list[str]:
+        return [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}"]
+
     def kubectl(self, *args: str) -> None:
-        argv = [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}"]
-        subprocess.run([*argv, *args], check=True)
+        subprocess.run([*self.kubectl_argv, *args], check=True)
 
     def load(self, image: str) -> None:
         """Put a local image on the cluster's node (no registry)."""
@@ -154,10 +169,24 @@ def vendor(shared_cluster: SharedCluster, tmp_path_factory: pytest.TempPathFacto
     """The vendor's image built and its manifests written; each test installs and uninstalls
     the controller its own way."""
     subprocess.run(kind_commands.docker_build_argv(VENDOR_IMAGE), check=True)
-    manifests = on_kind.write_overlay(
-        tmp_path_factory.mktemp("vendor") / "manifests", image=VENDOR_IMAGE
+    cluster = shared_cluster.cluster
+    install = vendor_manifests.write(
+        tmp_path_factory.mktemp("vendor") / "manifests",
+        image=VENDOR_IMAGE,
+        kubectl=cluster.kubectl_path,
     )
-    return Vendor(shared_cluster.cluster, manifests, shared_cluster.kind_options)
+    return Vendor(cluster, install, shared_cluster.kind_options)
+
+
+@pytest.fixture
+def installed(vendor: Vendor) -> Iterator[Vendor]:
+    """The vendor's controller installed from its manifests, as the guide says, and ready."""
+    vendor.load(VENDOR_IMAGE)
+    try:
+        vendor_manifests.apply(vendor.kubectl_argv, vendor.install)
+        yield vendor
+    finally:
+        vendor.kubectl("delete", "--wait", "-k", str(vendor.manifests))
 
 
 def results_by_test(report: Path) -> dict[str, set[str]]:

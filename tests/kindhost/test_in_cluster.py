@@ -12,15 +12,12 @@ Deployment (BACK-5, the Role in the controller's namespace).
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conformance.incluster import image, objects
-from conformance.install import kind_commands
-from convoyapi import API_SERVICE
 from tests.kindhost.conftest import VENDOR_IMAGE, Vendor, convoy_conformance, results_by_test
 
 pytestmark = pytest.mark.kindhost
@@ -35,33 +32,14 @@ SELECTED = (
     "test_a_controller_restart_resets_the_failure_count",
 )
 SELECTION = ("-k", " or ".join(SELECTED))
-CONTROLLER = f"{kind_commands.NAMESPACE}/{kind_commands.DEPLOYMENT}"
 
 
 @pytest.fixture
-def installed(vendor: Vendor) -> Iterator[Vendor]:
-    """The vendor's controller installed from its manifests, and the suite's image loaded."""
-    image.build(SUITE_IMAGE, vendor.cluster.kubectl_path, base=VENDOR_IMAGE)
-    for loaded in (VENDOR_IMAGE, SUITE_IMAGE):
-        vendor.load(loaded)
-    vendor.kubectl("apply", "--server-side", "-k", str(vendor.manifests))
-    try:
-        vendor.kubectl(
-            "rollout",
-            "status",
-            f"deployment/{kind_commands.DEPLOYMENT}",
-            f"--namespace={kind_commands.NAMESPACE}",
-            "--timeout=300s",
-        )
-        vendor.kubectl(
-            "wait",
-            "--for=condition=Available",
-            "--timeout=180s",
-            f"apiservice/{API_SERVICE}",
-        )
-        yield vendor
-    finally:
-        vendor.kubectl("delete", "--wait", "-k", str(vendor.manifests))
+def with_suite_image(installed: Vendor) -> Vendor:
+    """The vendor's controller installed, and the suite's image on the node."""
+    image.build(SUITE_IMAGE, installed.cluster.kubectl_path, base=VENDOR_IMAGE)
+    installed.load(SUITE_IMAGE)
+    return installed
 
 
 def left_by_runs(vendor: Vendor) -> str:
@@ -78,8 +56,9 @@ def left_by_runs(vendor: Vendor) -> str:
 
 
 def test_the_suite_runs_as_a_job_in_the_cluster_and_brings_its_report_back(
-    installed: Vendor, tmp_path: Path
+    with_suite_image: Vendor, tmp_path: Path
 ) -> None:
+    installed = with_suite_image
     reports = tmp_path / "reports"
     convoy_conformance(
         "run",
@@ -88,7 +67,8 @@ def test_the_suite_runs_as_a_job_in_the_cluster_and_brings_its_report_back(
         f"--kubeconfig={installed.cluster.kubeconfig}",
         f"--report-dir={reports}",
         "--workers=2",
-        f"--convoy-controller-deployment={CONTROLLER}",
+        f"--convoy-controller-deployment={installed.install.deployment}",
+        *installed.container_option,
         *SELECTION,
     )
     report = reports / "conformance-report.yaml"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.install import kind_commands
 from tests.helpers import run_action_step
+from tests.kindhost import vendor_manifests
 from tests.kindhost.conftest import (
     CLUSTER,
     VENDOR_IMAGE,
@@ -56,17 +56,17 @@ def test_the_actions_steps_install_and_test_a_vendors_controller(
         tmp_path,
         IMAGES=VENDOR_IMAGE,
         MANIFESTS=str(vendor.manifests),
-        NAMESPACE=kind_commands.NAMESPACE,
+        NAMESPACE=vendor_manifests.NAMESPACE,
         WAIT_TIMEOUT="300",
     )
     found = run_step(
         "Find your controller's Deployment",
         vendor,
         tmp_path,
-        NAMESPACE=kind_commands.NAMESPACE,
+        NAMESPACE=vendor_manifests.NAMESPACE,
         DEPLOYMENT="",
     )
-    assert found["deployment"] == f"{kind_commands.NAMESPACE}/{kind_commands.DEPLOYMENT}"
+    assert found["deployment"] == vendor.install.deployment
     reports = tmp_path / "reports"
     ran = run_step(
         "Run the conformance suite",
@@ -76,6 +76,7 @@ def test_the_actions_steps_install_and_test_a_vendors_controller(
         SUITE_ARGS=shlex.join([*vendor.kind_options, *SELECTION]),
         REQUIRE_CERTIFYING="false",
         DEPLOYMENT=found["deployment"],
+        CONTAINER=vendor.install.container,
         ORGANIZATION="Vendor Example",
         PROJECT="convoy-like",
         VERSION="1.0",
@@ -99,6 +100,7 @@ def test_convoy_install_path_installs_a_vendors_manifests_and_tests_them(
         f"--convoy-install={vendor.manifests}",
         f"--report-dir={reports}",
         *vendor.kind_options,
+        *vendor.container_option,
         *SELECTION,
     )
     assert results_by_test(reports / "conformance-report.yaml") == {SELECTED: {"passed"}}

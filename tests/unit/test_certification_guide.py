@@ -15,18 +15,7 @@ import yaml
 from conformance import resources
 from conformance.cli import in_cluster_parser
 from conformance.install.deployment import APPLY_VERBS, RENDERED
-
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "certification.md"
-
-
-def shell_blocks() -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", GUIDE.read_text(), re.S)
-
-
-def commands() -> list[str]:
-    """The guide's shell commands, continuation lines joined."""
-    joined = "\n".join(shell_blocks()).replace("\\\n", " ")
-    return [line.split("#", 1)[0].strip() for line in joined.splitlines() if line.strip()]
+from tests.helpers import GUIDE, guide_commands, shell_blocks
 
 
 def test_every_report_the_guide_verifies_as_certifying_comes_from_certify() -> None:
@@ -41,7 +30,9 @@ def test_every_report_the_guide_verifies_as_certifying_comes_from_certify() -> N
 def test_the_guide_sets_up_no_go_build_for_a_kind_or_existing_cluster() -> None:
     """make binaries builds the local provider's Kubernetes with Go: a vendor on kind needs
     the venv alone."""
-    assert not [c for c in commands() if c.startswith("make") and "binaries" in c], commands()
+    assert not [c for c in guide_commands() if c.startswith("make") and "binaries" in c], (
+        guide_commands()
+    )
 
 
 def test_the_guide_names_every_right_the_suites_renders_need() -> None:
@@ -61,10 +52,10 @@ def test_the_guide_names_every_right_the_suites_renders_need() -> None:
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
-def kit_commands() -> list[tuple[str, list[str]]]:
+def kit_guide_commands() -> list[tuple[str, list[str]]]:
     """(subcommand, the options the guide gives it) for each line that runs the kit."""
     found = []
-    for line in commands():
+    for line in guide_commands():
         match = re.search(r"bin/convoy-conformance (\S+)(.*)", line)
         if match:
             options = [token.split("=")[0] for token in OPTION.findall(match[2])]
@@ -84,7 +75,7 @@ def test_every_option_the_guide_gives_the_kit_is_one_it_takes(tmp_path: Path) ->
         OPTION.findall(help_text(sys.executable, "-m", "pytest", "--help", cwd=tmp_path))
     )
     in_cluster = set(OPTION.findall(in_cluster_parser().format_help()))
-    used = kit_commands()
+    used = kit_guide_commands()
     assert {command for command, _ in used} >= {"certify", "verify-report", "suite-image"}
     for command, options in used:
         own = set(OPTION.findall(help_text(kit, command, "--help", cwd=tmp_path)))
