@@ -145,7 +145,8 @@ class Vendor:
 
     @property
     def kubectl_argv(self) -> list[str]:
-        return [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}"]
+        kubeconfig = Path(self.cluster.kubeconfig).resolve()  # for commands run elsewhere too
+        return [str(self.cluster.kubectl_path), f"--kubeconfig={kubeconfig}"]
 
     def kubectl(self, *args: str) -> None:
         subprocess.run([*self.kubectl_argv, *args], check=True)

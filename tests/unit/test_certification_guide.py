@@ -1,7 +1,8 @@
 """docs/certification.md read as a vendor reads it: what it tells them to run (every option of
 every kit command one the kit takes, every Python snippet runs), and the rights it says their
 controller needs, checked against the kit. Where a command needs a cluster, the kind-host
-tests run its steps (tests/kindhost/test_vendor_on_kind.py)."""
+tests run it: the "By hand" block as written (tests/kindhost/test_the_guide_by_hand.py), the
+action's steps (tests/kindhost/test_vendor_on_kind.py)."""
 
 from __future__ import annotations
 
