@@ -42,6 +42,9 @@ class Mutant:
     #: the phase of a certifying run that alone can kill it: "shipped" (the controller without
     #: flags) or "long" (a resync above a 40-minute ladder); None when a development run can
     phase: str | None = None
+    #: for a benign variant: whether the combined variant includes it (the reason when not is
+    #: in its registration)
+    joins_combined: bool = True
 
     @property
     def benign(self) -> bool:
@@ -78,11 +81,13 @@ def generated(name: str, description: str, change: Callable[[], None], *clauses:
     _register(Mutant(name, clauses, description, change))
 
 
-def variant(name: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+def variant(
+    name: str, *, joins_combined: bool = True
+) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register the decorated function as benign variant `name`."""
 
     def register(change: Callable[[], None]) -> Callable[[], None]:
-        _register(Mutant(name, (), _describe(change), change))
+        _register(Mutant(name, (), _describe(change), change, joins_combined=joins_combined))
         return change
 
     return register
@@ -108,4 +113,8 @@ def load() -> dict[str, Mutant]:
 def parts_of_combined() -> list[Mutant]:
     """The variants the combined one is made of: every other benign variant, so that a new
     benign difference joins it by being registered."""
-    return [entry for entry in load().values() if entry.benign and not entry.combined]
+    return [
+        entry
+        for entry in load().values()
+        if entry.benign and not entry.combined and entry.joins_combined
+    ]

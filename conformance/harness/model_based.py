@@ -426,8 +426,10 @@ class Driver(Sequence):
         time (measured on the step's first reconcile) and the jitter allowance."""
         timing, spans = self.world.timing, reconcile_spans(attempts, predictions)
         delays = retry_delays(predictions)
-        end = self.app.reconcile_end_before(since, spans[1][0].at) if len(spans) > 1 else None
-        latency = end - since if delays and end is not None else 0.0
+        latency = 0.0
+        if delays and len(spans) > 1:
+            (_, failed), (retry, _) = spans[0], spans[1]
+            latency = self.app.reconcile_end_after(failed.at, retry.at, delays[0]) - since
         for (_, failed), (retry, _), delay in zip(spans, spans[1:], delays, strict=False):
             gap = retry.at - failed.at
             assert timing.fits(gap, delay, latency), (

@@ -559,16 +559,21 @@ class App:
             else self.releases.timing.settle
         )
 
-    def reconcile_end_before(self, since: float, before: float) -> float | None:
-        """When the reconcile an event at `since` started ended, given that the next one's
-        first apply or dry run came at `before` (a backoff retry): the trace before the
-        longest pause of the traces in between, the retry's delay. A reconcile that writes a
-        condition when it starts, or its status in several patches, ends at its last write."""
-        times = [trace.at for trace in self.traces(since=since) if trace.at < before]
-        if not times:
-            return None
-        pauses = zip(times, [*times[1:], before], strict=True)
-        return max(pauses, key=lambda pause: pause[1] - pause[0])[0]
+    def reconcile_end_after(self, last_attempt: float, before: float, delay: float) -> float:
+        """When the reconcile whose last apply or dry run came at `last_attempt` ended, given
+        that the retry it scheduled `delay` seconds later made its first one at `before`: with
+        the writes of its outcome that follow that attempt, each sooner than `delay` after the
+        one before. The retry's own writes (a condition written when it starts) come `delay`
+        after the outcome at the soonest; a pause within the reconcile before its apply (a
+        slow render) is its own, however long."""
+        end = last_attempt
+        for trace in self.traces(since=last_attempt):
+            if trace.at <= end:
+                continue
+            if trace.at >= before or trace.at - end >= delay:
+                break
+            end = trace.at
+        return end
 
     def is_trace(self, attempt: Attempt) -> bool:
         """Is `attempt` something a reconcile of this Release leaves with the witness: an
