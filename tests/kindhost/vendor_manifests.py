@@ -37,6 +37,12 @@ DEPLOYMENT = "acme-convoy"
 #: the controller's container (controller-runtime's scaffold name); the sidecar comes first
 CONTAINER = "manager"
 SIDECAR = "log-shipper"
+SIDECAR_PROGRAM = """\
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    time.sleep(3600)
+"""
 SERVICE = "acme-convoy-api"
 REPLICAS = 2
 SERVING_SECRET = "acme-convoy-serving"
@@ -153,7 +159,9 @@ def make_vendor_deployment(deployment: dict[str, Any], image: str) -> None:
     sidecar = {
         "name": SIDECAR,
         "image": image,
-        "command": ["python", "-c", "import time\nwhile True: time.sleep(3600)"],
+        # Exits on SIGTERM (a process with PID 1 ignores it unless it handles it, and each
+        # stop of the Deployment would wait out the grace period).
+        "command": ["python", "-c", SIDECAR_PROGRAM],
         "securityContext": dict(controller["securityContext"]),
         "resources": {"requests": {"cpu": "5m", "memory": "16Mi"}},
     }
