@@ -112,7 +112,8 @@ def load() -> dict[str, Mutant]:
 
 def parts_of_combined() -> list[Mutant]:
     """The variants the combined one is made of: every other benign variant, so that a new
-    benign difference joins it by being registered."""
+    benign difference joins it by being registered (unless registered with
+    joins_combined=False, beside the reason why)."""
     return [
         entry
         for entry in load().values()

@@ -1,6 +1,7 @@
 """Benign variants shaped like the controllers vendors write (controller-runtime's, Flux's):
 how many status writes a reconcile makes, in what order, what else it writes. The document says
-nothing of these, so each must pass the whole suite, and each joins the combined variant."""
+nothing of these, so each must pass the whole suite, and each joins the combined variant
+(leader election not yet: see its registration)."""
 
 from __future__ import annotations
 

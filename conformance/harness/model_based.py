@@ -363,11 +363,8 @@ class Driver(Sequence):
     def _finish(self, predictions: list[Prediction], since: float, chained_from: int = 0) -> None:
         """Check the step's attempts, its retries' delays (those of predictions from
         `chained_from` on: a ladder the interruption did not cut) and the Release."""
-        recorder, expected, timing = (
-            self.world.releases.recorder,
-            kinds_of(predictions),
-            self.world.timing,
-        )
+        recorder, expected = self.world.releases.recorder, kinds_of(predictions)
+        timing = self.world.timing
         if expected:
             # a restarted controller's first reconcile may wait for its leadership
             first = timing.takeover if self.restarting else timing.reconcile

@@ -77,9 +77,8 @@ def test_the_guides_by_hand_commands_run_against_a_vendors_controller(
                 verdicts.append(judged_for_the_selection_only(ran, certify="certify" in argv))
                 continue
             assert ran.returncode == 0, f"`{command}` failed (its output is above)"
-            if (
-                "apply" in argv
-            ):  # the guide: "install your controller, ..., then wait until it is ready"
+            # the guide: "install your controller, your way, then wait until it is ready"
+            if "apply" in argv:
                 vendor_manifests.wait_ready(vendor.kubectl_argv, vendor.install)
     finally:
         vendor.kubectl("delete", "--wait", "--ignore-not-found", "-k", str(vendor.manifests))

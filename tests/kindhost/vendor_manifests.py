@@ -88,7 +88,6 @@ def write(directory: Path, *, image: str, kubectl: Path) -> VendorInstall:
 
 def apply(kubectl: Sequence[str], install: VendorInstall) -> None:
     """Install them as the guide says (server-side apply), and wait until they are ready."""
-
     subprocess.run([*kubectl, "apply", "--server-side", "-k", str(install.manifests)], check=True)
     wait_ready(kubectl, install)
 
@@ -107,14 +106,13 @@ def wait_ready(kubectl: Sequence[str], install: VendorInstall) -> None:
 def vendor_documents(shipped: list[dict[str, Any]], *, image: str) -> list[dict[str, Any]]:
     kept = [doc for doc in shipped if not is_aggregated_targets(doc)]
     documents = [doc if is_crd(doc) else rename(doc) for doc in kept]
+    cert = on_kind.serving_certificate(SERVICE, NAMESPACE)
     for document in documents:
         if document["kind"] == "Deployment":
             make_vendor_deployment(document, image)
         elif document["kind"] == "Service":
             document["spec"]["selector"] = dict(LABELS)
-    cert = on_kind.serving_certificate(SERVICE, NAMESPACE)
-    for document in documents:
-        if document["kind"] == "APIService":
+        elif document["kind"] == "APIService":
             document["spec"]["caBundle"] = base64.b64encode(cert.ca_pem).decode()
     secret = on_kind.serving_secret(cert)
     secret["metadata"].update(name=SERVING_SECRET, namespace=NAMESPACE, labels=dict(LABELS))
