@@ -58,8 +58,10 @@ class ResyncClock:
         self._recorder = self._witness.watch(self.namespace)
         releases = Releases(self._api, self.namespace, self._recorder, self._timing)
         self._sentinel = releases.app("sentinel", sync_policy={"automatic": True})
-        # Every apply attempt after the one of its creation is a tick.
-        self._created_at = self._sentinel.wait_attempts()[-1].at + 1e-6
+        # Every apply attempt after the one of its creation is a tick. The clock is made right
+        # after the controller (re)starts, when its first reconcile may wait for its leadership.
+        created = self._sentinel.wait_attempts(timeout=self._timing.takeover)
+        self._created_at = created[-1].at + 1e-6
         return self
 
     @property
