@@ -229,6 +229,32 @@ def force_not_handled_on_a_hold() -> None:
     _force_handled_only_when(lambda outcome: outcome.reason not in api.HOLDS)
 
 
+@mutant("force-handled-only-once-rendered", "FORCE-5.failure")
+def force_handled_only_once_rendered() -> None:
+    """lastHandledForceSyncAt is written in the sync path, after the render ("a force is about
+    a render"): a forced reconcile that fails before its render is made (the source, the values
+    or the Cluster not ready) leaves the force pending for its retry."""
+    unrendered = {Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY}
+    _force_handled_only_when(lambda outcome: outcome.reason not in unrendered)
+
+
+@mutant("force-handled-time-cut-from-its-text", "FORCE-5.success")
+def force_handled_time_cut_from_its_text() -> None:
+    """lastHandledForceSyncAt is the annotation's text cut to the second plus a Z: right for
+    what the POST writes (UTC), another instant for a time written with an offset."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        forced = policy.Requests.of(release).force_pending
+        result = original(self, release)
+        text = (release["metadata"].get("annotations") or {}).get(
+            Annotation.SYNC_FORCE_REQUESTED_AT
+        )
+        if forced and isinstance(text, str) and len(text) >= len("2006-01-02T15:04:05"):
+            result.status["lastHandledForceSyncAt"] = text[:19] + "Z"
+        return result
+
+
 @mutant("force-kept-while-hooks-or-health-wait", "FORCE-4.after-wait", "FORCE-5.wait")
 def force_kept_while_hooks_or_health_wait() -> None:
     """A forced reconcile that waits for hooks or health is not the force's one reconcile:

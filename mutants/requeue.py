@@ -83,6 +83,21 @@ def not_ready_polled_at_the_first_delay() -> None:
         return original(self, key, result)
 
 
+@mutant("kubeconfig-errors-not-retried", "REQ-1.ClusterNotReady")
+def kubeconfig_errors_not_retried() -> None:
+    """A ClusterNotReady caused by the Cluster's kubeconfig Secret (missing, without its key,
+    no kubeconfig in it) is taken for the user's error and not retried with backoff; a
+    missing Cluster or an unreachable API server is."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result: reconciler.Result) -> str:
+        outcome = result.outcome
+        if outcome.reason == Reason.CLUSTER_NOT_READY and "Secret " in outcome.message:
+            not_transient = dataclasses.replace(outcome, reason=Reason.UNSUPPORTED)
+            result = dataclasses.replace(result, outcome=not_transient)
+        return original(self, key, result)
+
+
 @mutant("manual-failure-retried-only-with-a-request", "REQ-1.manual")
 def manual_failure_retried_only_with_a_request() -> None:
     """In manual mode a transient failure is retried only while a /sync is pending: without
@@ -178,6 +193,20 @@ def duration_read_to_its_first_term() -> None:
             return terms.findall(text)[:1]
 
     durations._TERM = FirstTerm()
+
+
+@mutant("deadline-check-replaces-the-interval", "INT-1.rolling-out")
+def deadline_check_replaces_the_interval() -> None:
+    """A reconcile that schedules a deadline check (a rollout's timeout, a hook batch's)
+    schedules no periodic reconcile besides: its author took the deadline for the next
+    reconcile due anyway."""
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result: reconciler.Result) -> str:
+        read = result.policy
+        if result.recheck_after is not None and read is not None:
+            result = dataclasses.replace(result, policy=_with_interval(read, 0))
+        return original(self, key, result)
 
 
 @mutant("interval-only-in-automatic-mode", "INT-1.manual")

@@ -191,6 +191,32 @@ def first_request_not_pending() -> None:
     policy.Requests.sync_pending = property(pending)
 
 
+@mutant("no-handled-time-read-as-the-last-apply", "SYNC-3.later")
+def no_handled_time_read_as_the_last_apply() -> None:
+    """Without lastHandledSyncAt the request is compared with lastSuccessful.appliedAt ("a
+    request older than the last apply is in it already"): a /sync that automatic mode left
+    unhandled is not pending once the Release is manual."""
+
+    @wrap(policy, "_status_time")
+    def status_time(original, status: Obj, field: str):
+        found = original(status, field)
+        if found is None and field == "lastHandledSyncAt":
+            return original(status.get("lastSuccessful") or {}, "appliedAt")
+        return found
+
+
+@mutant("force-request-counts-as-a-sync", "SYNC-3.not-force-alone")
+def force_request_counts_as_a_sync() -> None:
+    """In manual mode a pending force counts as a pending /sync ("a forced sync is a sync
+    too"): sync-force-requested-at written alone makes the next reconcile apply."""
+    sync_pending = policy.Requests.sync_pending.fget
+
+    def pending(self) -> bool:
+        return sync_pending(self) or self.force_pending
+
+    policy.Requests.sync_pending = property(pending)
+
+
 @mutant("any-request-is-pending", "SYNC-3.not-later")
 def any_request_is_pending() -> None:
     """Any sync-requested-at different from lastHandledSyncAt is pending, also an older one."""

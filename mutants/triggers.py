@@ -313,6 +313,14 @@ def wave_trigger_on_any_condition_change() -> None:
     _wave_trigger_when(lambda old, new: _conditions(old) != _conditions(new))
 
 
+@mutant("a-deleted-lower-wave-reconciles-the-higher-waves", "TRIG-7.not-deletion")
+def a_deleted_lower_wave_reconciles_the_higher_waves() -> None:
+    """A delete counts as a change of status (the lower wave's conditions went away): the
+    higher waves are reconciled at once instead of at their next reconcile."""
+    changed = controller.wave_trigger
+    controller.wave_trigger = lambda event: event.type == EventType.DELETED or changed(event)
+
+
 @mutant("only-the-next-wave-reconciled", "TRIG-7.every-higher-wave")
 def only_the_next_wave_reconciled() -> None:
     """A lower wave's change reconciles the next wave only, not the waves above it."""

@@ -277,6 +277,11 @@ RULES: tuple[Rule, ...] = (
             "A pending request is applied also when the render is the applied one (in "
             "sync): dry run and apply run, and the apply mends drift.",
         ),
+        (
+            "not-force-alone",
+            "The force annotation alone, later than lastHandledSyncAt, is no pending "
+            "request: the next reconcile applies nothing.",
+        ),
     ),
     rule(
         "SYNC-4",
@@ -472,7 +477,10 @@ RULES: tuple[Rule, ...] = (
             "A successful forced reconcile writes lastHandledForceSyncAt: the forced "
             "request's time, to the second.",
         ),
-        ("failure", "A failed forced reconcile writes it too."),
+        (
+            "failure",
+            "A failed forced reconcile writes it too, whether its apply or its render failed.",
+        ),
         ("wait", "A forced reconcile that waits (a hold) writes it too."),
     ),
     rule(
@@ -552,6 +560,11 @@ RULES: tuple[Rule, ...] = (
         ),
         ("not-lower-wave", "A higher wave's change does not reconcile a lower wave."),
         ("not-same-wave", "A change does not reconcile the other Releases of its own wave."),
+        (
+            "not-deletion",
+            "The deletion of a lower-wave Release reconciles no higher wave: it sees the "
+            "deletion at its next reconcile.",
+        ),
         (
             "to-True",
             "A status turning True reconciles the higher wave too, before the lower wave is "
@@ -646,6 +659,11 @@ RULES: tuple[Rule, ...] = (
             "Each Release keeps its own interval beside another one in the same namespace.",
         ),
         ("changed", "A changed interval is the period from the next reconcile on."),
+        (
+            "rolling-out",
+            "A Release whose rollout is in progress (its timeout check scheduled) is "
+            "reconciled every interval too.",
+        ),
     ),
     rule(
         "INT-2",

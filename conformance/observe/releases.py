@@ -147,14 +147,25 @@ class Releases:
 
     def cluster(self, name: str, spec: Obj | None = None) -> None:
         """A Cluster object; an empty spec names the cluster the controller runs against."""
-        clusters = dynamic_api(self.api).resources.get(api_version=API_VERSION, kind="Cluster")
         body = {
             "apiVersion": API_VERSION,
             "kind": "Cluster",
             "metadata": {"name": name},
             "spec": spec or {},
         }
-        clusters.create(body=body, namespace=self.namespace)
+        self._clusters().create(body=body, namespace=self.namespace)
+
+    def patch_cluster(self, name: str, spec: Obj) -> None:
+        """Merge `spec` into Cluster `name`'s spec (None removes a field)."""
+        self._clusters().patch(
+            body={"spec": spec},
+            name=name,
+            namespace=self.namespace,
+            content_type="application/merge-patch+json",
+        )
+
+    def _clusters(self) -> Any:
+        return dynamic_api(self.api).resources.get(api_version=API_VERSION, kind="Cluster")
 
     def delete_all(self) -> None:
         """Delete the namespace's Releases and wait until they are gone.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -93,17 +94,29 @@ def test_in_automatic_mode_a_forced_request_skips_the_dry_run_of_one_reconcile(
     )
 
 
+#: UTC offsets a client may write the force annotation in: west, and east in hours and minutes
+#: (the digits of its second are then another instant's).
+OFFSETS = {
+    "utc": None,
+    "west": timedelta(hours=-5),
+    "east-hours-and-minutes": timedelta(hours=5, minutes=30),
+}
+
+
 @pytest.mark.clause("FORCE-5.success")
+@pytest.mark.parametrize("offset", sorted(OFFSETS))
 def test_the_force_is_handled_with_its_own_time_not_the_sync_requests(
-    releases: Releases,
+    releases: Releases, offset: str
 ) -> None:
     """Both annotations in one write, the force three seconds before the /sync (as any client
-    may write them): lastHandledForceSyncAt takes the force annotation's second."""
+    may write them, in any UTC offset): lastHandledForceSyncAt takes the force annotation's
+    instant, to the second."""
     app = applied_automatic_app(releases)
     now = datetime.now(UTC)
     forced = now - timedelta(seconds=3)
     since = app.releases.recorder.mark()
-    app.annotate({SYNC_REQUESTED_AT: rfc3339(now), SYNC_FORCE_REQUESTED_AT: rfc3339(forced)})
+    written = rfc3339(forced, offset=OFFSETS[offset])
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(now), SYNC_FORCE_REQUESTED_AT: written})
     app.wait_attempts(since=since)
     wait_force_handled(app, forced)
     assert kinds(app.attempts(since=since)) == ["apply"], "the forced reconcile ran a dry run"
@@ -137,20 +150,45 @@ def test_the_reconcile_after_a_forced_one_runs_the_dry_run_again(releases: Relea
     assert kinds(app.attempts(since=since)) == ["dry-run", "apply"]
 
 
+def remove_the_source(app: App) -> None:
+    app.releases.core.delete_namespaced_config_map(app.source_name, app.namespace)  # no event
+
+
+def give_back_the_source(app: App) -> None:
+    app.set_content("v2")  # no event: the backoff retry renders it
+
+
+#: A failure of a forced reconcile: how to cause it, how to end it (None: it stays), and the
+#: attempts from the forced request on: the forced apply (none where the render failed), then
+#: the retry's dry run and apply.
+FAILURES: dict[str, tuple[Callable[[App], object], Callable[[App], object] | None, list[str]]] = {
+    "DeployFailed": (App.deny_applies, None, ["apply", "dry-run", "apply"]),
+    "SourceNotReady": (remove_the_source, give_back_the_source, ["dry-run", "apply"]),
+}
+
+
 @pytest.mark.clause("FORCE-4.after-failure", "FORCE-5.failure")
+@pytest.mark.parametrize("reason", sorted(FAILURES))
 def test_a_failed_forced_reconcile_is_handled_and_its_retry_runs_the_dry_run(
-    releases: Releases, resync_clock: ResyncClock, timing: Timing
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, reason: str
 ) -> None:
+    """The forced reconcile fails at its apply (DeployFailed) or before it, its render not
+    made (SourceNotReady): lastHandledForceSyncAt is written either way, and the retry that
+    follows is no forced one."""
+    fail, fix, expected = FAILURES[reason]
     app = applied_manual_app(releases, sync_policy={"retryBackoff": {"initial": "1s"}})
     resync_clock.quiet_slot(timing.reconcile)  # a resync would add a reconcile of its own
-    app.deny_applies()
+    fail(app)
     since = app.releases.recorder.mark()
     written = request_forced_sync(app)
-    app.wait_applied("False", "DeployFailed")
+    app.wait_applied("False", reason)
     wait_force_handled(app, written)
-    app.wait_attempts(count=2, since=since)  # the forced attempt and the retry's apply
-    assert kinds(app.attempts(since=since))[:3] == ["apply", "dry-run", "apply"], (
-        "the forced reconcile must skip the dry run and its retry must run it"
+    if fix is not None:
+        fix(app)
+    app.wait_attempts(count=expected.count("apply"), since=since)
+    assert kinds(app.attempts(since=since))[: len(expected)] == expected, (
+        f"FORCE-4.after-failure: after a forced reconcile that failed ({reason}) expected "
+        f"the attempts {expected}"
     )
 
 

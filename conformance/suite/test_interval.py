@@ -144,6 +144,31 @@ def test_an_automatic_release_is_applied_every_interval(
     assert not wrong, "INT-1.period: " + "; ".join(wrong)
 
 
+@pytest.mark.clause("INT-1.rolling-out")
+def test_a_release_whose_rollout_is_in_progress_is_applied_every_interval_too(
+    releases: Releases, timing: Timing, resync_clock: ResyncClock
+) -> None:
+    """A failurePolicy makes the render a rollout, and its Widget never reports: the rollout
+    stays Progressing, its timeout check scheduled ten minutes on. The periodic reconciles
+    come the interval apart all the same."""
+    written = "1s"
+    interval_slot(timing, resync_clock, written)
+    start = releases.recorder.mark()
+    app = releases.app(
+        "web",
+        sync_policy={**AUTOMATIC, "interval": written},
+        failurePolicy={"healthTimeout": "10m"},
+        extra=[widgets.widget("worker")],
+    )
+    latency = creation_time(app, start)
+    app.wait_for(
+        lambda r: (r.get("status") or {}).get("rollout", {}).get("phase") == "Progressing",
+        "a Progressing rollout",
+    )
+    wrong = periods_off_for(app, written, start, latency, timing, resync_clock)
+    assert not wrong, "INT-1.rolling-out: " + "; ".join(wrong)
+
+
 @pytest.mark.clause("INT-1.per-release")
 def test_each_automatic_release_is_applied_every_interval_of_its_own(
     releases: Releases, timing: Timing, resync_clock: ResyncClock

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import pytest
-from kubernetes import client
 
 from conformance.certification import measurements
 from conformance.harness import marks
@@ -45,7 +44,7 @@ from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout, witness_deletes
 from conformance.polling import quiet_period
 from conformance.timing import Timing
-from convoyapi import API_VERSION, GROUP, LIFECYCLE, PIN, SYNC_REQUESTED_AT
+from convoyapi import API_VERSION, LIFECYCLE, PIN, SYNC_REQUESTED_AT
 
 NAME = "web"
 
@@ -282,15 +281,31 @@ class ClusterNotReady(Transient):
         create_release(app, self.policy(), self.annotations(), clusterRef={"name": self.cluster})
 
     def fix(self, app: App) -> None:
-        body = {
-            "apiVersion": API_VERSION,
-            "kind": "Cluster",
-            "metadata": {"name": self.cluster},
-            "spec": {},
-        }
-        custom = client.CustomObjectsApi(app.releases.api)
-        version = API_VERSION.removeprefix(f"{GROUP}/")
-        custom.create_namespaced_custom_object(GROUP, version, app.namespace, "clusters", body)
+        app.releases.cluster(self.cluster)
+
+
+class ClusterKubeconfigNotReady(ClusterNotReady):
+    """The Cluster is there, but not its kubeconfig: the Secret is missing, lacks the key, or
+    holds no kubeconfig (each a ClusterNotReady in the API reference). The fix drops
+    spec.kubeconfigSecretRef, which makes the Cluster the controller's own cluster."""
+
+    secret = "target-kubeconfig"
+
+    def __init__(self, form: str, secret_data: dict[str, str] | None) -> None:
+        self.form, self.secret_data = form, secret_data
+
+    def fail(self, app: App) -> None:
+        app.releases.cluster(self.cluster, {"kubeconfigSecretRef": {"name": self.secret}})
+        if self.secret_data is not None:
+            body = {"metadata": {"name": self.secret}, "stringData": self.secret_data}
+            app.releases.core.create_namespaced_secret(app.namespace, body)
+        super().fail(app)
+
+    def fix(self, app: App) -> None:
+        app.releases.patch_cluster(self.cluster, {"kubeconfigSecretRef": None})
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()}-{self.form}"
 
 
 class DeployFailed(Transient):
@@ -391,6 +406,9 @@ TRANSIENT = [
     SourceNotReady(),
     ValuesNotReady(),
     ClusterNotReady(),
+    ClusterKubeconfigNotReady("kubeconfig-Secret-missing", None),
+    ClusterKubeconfigNotReady("kubeconfig-key-missing", {"config": "apiVersion: v1"}),
+    ClusterKubeconfigNotReady("kubeconfig-invalid", {"kubeconfig": "not a kubeconfig"}),
     DeployFailed(),
     PruneFailed(),
     ManualSourceNotReady(),

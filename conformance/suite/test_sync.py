@@ -195,6 +195,23 @@ def test_a_request_earlier_than_the_last_handled_one_is_not_pending(
     assert app.rendered_object()["data"] == {"content": "v1"}
 
 
+@pytest.mark.clause("SYNC-3.not-force-alone")
+def test_in_manual_mode_the_force_annotation_alone_is_no_request(
+    releases: Releases, timing: Timing
+) -> None:
+    """sync-force-requested-at written alone, later than lastHandledSyncAt (a client's write:
+    a POST writes both): no request is pending, so the periodic reconcile reports the new
+    render and applies nothing."""
+    app = synced_manual_app(releases, sync_policy=PERIODIC)
+    app.set_content("v2")
+    app.annotate({SYNC_FORCE_REQUESTED_AT: rfc3339(last_handled(app) + timedelta(seconds=3))})
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    assert app.rendered_object()["data"] == {"content": "v1"}, (
+        "SYNC-3.not-force-alone: the force annotation alone was applied as a request"
+    )
+
+
 #: Offsets east of UTC (a west one is the same, negated): whole hours, and hours and minutes,
 #: whose minutes take the offset's sign too.
 OFFSETS = {"whole-hours": timedelta(hours=5), "hours-and-minutes": timedelta(hours=5, minutes=30)}
@@ -510,6 +527,24 @@ def test_automatic_mode_does_not_write_last_handled_sync_at(releases: Releases) 
     app.wait_attempts(since=since)
     app.settle()  # the reconciles are done, their status written
     assert "lastHandledSyncAt" not in (settled := app.settled_status()), settled
+
+
+@pytest.mark.clause("SYNC-3.later")
+def test_a_request_automatic_mode_left_unhandled_is_pending_after_a_switch_to_manual(
+    releases: Releases,
+) -> None:
+    """Automatic mode neither reads nor writes lastHandledSyncAt, so its last /sync is later
+    than none: the first reconcile in manual mode finds it pending, applies the new render and
+    records that request as handled."""
+    app = applied_automatic_app(releases)
+    since = app.releases.recorder.mark()
+    written = parse_time(app.request_sync(at=ago(2.5)))
+    app.wait_attempts(since=since)
+    app.settle()
+    app.set_content("v2")  # no event
+    app.patch({"spec": {"syncPolicy": {"automatic": False}}})
+    app.wait_content("v2")
+    wait_handled(app, written)
 
 
 def early_in_a_second(within: float = 0.2) -> None:

@@ -486,6 +486,28 @@ def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wav
     )
 
 
+@pytest.mark.clause("TRIG-7.not-deletion")
+def test_a_deleted_lower_wave_release_does_not_reconcile_the_higher_wave(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """The only lower wave is deleted while the higher wave waits for it: no status of a
+    lower wave changed, so the higher wave is not reconciled (a reconcile would apply it,
+    nothing left to wait for). It sees the deletion at its next reconcile: a /sync."""
+    low = unhealthy_low_wave(releases, "low")
+    high = waiting_high_wave(releases)
+    resync_clock.quiet_slot(timing.quiet + 2 * timing.reconcile)
+    since = releases.recorder.mark()
+    releases.resource.delete(name=low.name, namespace=low.namespace)
+    seen = high.quiet(timing.quiet, since=since)
+    assert seen == [], (
+        f"TRIG-7.not-deletion: deleting the lower wave reconciled the higher wave within "
+        f"{timing.quiet:g} s (expected: no reconcile until its next one); measured: "
+        f"{[attempt.describe() for attempt in seen]}"
+    )
+    high.request_sync()
+    high.wait_applied("True", "Applied")
+
+
 @pytest.mark.parametrize(
     "wave",
     [case(0, "lower", "TRIG-7.not-lower-wave"), case(1, "same", "TRIG-7.not-same-wave")],
