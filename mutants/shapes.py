@@ -12,8 +12,7 @@ from typing import Any
 from kubernetes import dynamic
 
 import convoy.__main__ as convoy_main
-from convoy import controller, reconciler, synctime
-from convoy.api import Reason
+from convoy import controller, synctime
 from convoy.clock import RealClock
 from mutants import variant
 from mutants.patching import wrap
@@ -94,124 +93,6 @@ def finalizer() -> None:
         if FINALIZER in finalizers:
             return release
         return patched(resource, release, {"metadata": {"finalizers": [*finalizers, FINALIZER]}})
-
-
-#: client-go's retry.DefaultRetry: five tries.
-CONFLICT_TRIES = 5
-#: The conditions that summarise the others, as Flux's controllers keep them (first in the list).
-READY, STALLED = "Ready", "Stalled"
-#: Applied reasons no retry fixes: kstatus' Stalled.
-STALLED_REASONS = frozenset({Reason.UNSUPPORTED, Reason.UNAPPLIABLE, Reason.INVALID_SPEC})
-LAST_APPLIED = "variant.example.com/last-applied-render"
-
-
-@variant("status-by-update-retried-on-conflict")
-def status_by_update_retried_on_conflict() -> None:
-    """Each reconcile's status goes in a full update of /status that carries the
-    resourceVersion the reconcile read; a conflict reads the Release again and retries
-    (client-go's retry.RetryOnConflict around `r.Status().Update`, as kubebuilder's
-    controllers write it). What it stores is what the merge patch would."""
-
-    @wrap(controller.Controller, "_write_status")
-    def write_status(original, self, release: Obj, status: Obj) -> None:
-        if status == (release.get("status") or {}):
-            return
-        current: Obj | None = release
-        for _ in range(CONFLICT_TRIES):
-            if current is None:
-                return  # deleted meanwhile
-            meta = {k: v for k, v in current["metadata"].items() if k != "managedFields"}
-            body = {**current, "metadata": meta, "status": merged(current.get("status"), status)}
-            try:
-                self._releases.status.replace(body=body, namespace=meta["namespace"])
-                return
-            except dynamic.exceptions.ConflictError:
-                current = read_or_none(self._releases, current)
-        original(self, release, status)  # still conflicting: write it as a merge patch
-
-
-@variant("ready-and-stalled-summary")
-def ready_and_stalled_summary() -> None:
-    """Besides Applied and Healthy, a Ready condition that sums them up (True when both are)
-    and Stalled=True while the Applied reason is one no retry fixes, kept first in the list,
-    as Flux's controllers (conditions.SetSummary) and kstatus-aware ones write them."""
-
-    @wrap(reconciler.Reconciler, "reconcile")
-    def reconcile(original, self, release: Obj):
-        result = original(self, release)
-        found = {c["type"]: c for c in result.status.get("conditions") or []}
-        applied = found.get("Applied")
-        if applied is None:
-            return result
-        before = {c["type"]: c for c in conditions_of(release)}
-        now = synctime.format_sync_time(self._clock.wall())
-        summary = {READY: ready_of(applied, found.get("Healthy"))}
-        if applied["status"] == "False" and applied["reason"] in STALLED_REASONS:
-            summary[STALLED] = ("True", applied["reason"], applied["message"])
-        made = [
-            summary_condition(kind, *said, before.get(kind), now) for kind, said in summary.items()
-        ]
-        rest = [c for kind, c in sorted(found.items()) if kind not in (READY, STALLED)]
-        result.status["conditions"] = [*made, *rest]
-        return result
-
-
-@variant("last-applied-render-annotation")
-def last_applied_render_annotation() -> None:
-    """After the status write of a reconcile that applied a new render, an annotation of the
-    controller's own on the Release names that render (a metadata write: no generation, no
-    sync-requested-at), as controllers that record on the object what they deployed do."""
-
-    @wrap(controller.Controller, "_write_status")
-    def write_status(original, self, release: Obj, status: Obj) -> None:
-        original(self, release, status)
-        ref = (status.get("lastSuccessful") or {}).get("renderRef")
-        if ref and (release["metadata"].get("annotations") or {}).get(LAST_APPLIED) != ref:
-            patched(self._releases, release, {"metadata": {"annotations": {LAST_APPLIED: ref}}})
-
-
-def merged(target: Any, patch: Any) -> Any:
-    """RFC 7386: what the API server makes of a merge patch (None removes a key)."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merged(result.get(key), value)
-    return result
-
-
-def read_or_none(resource: dynamic.Resource, release: Obj) -> Obj | None:
-    """The Release as stored now (a GET, past every cache); None once it is gone."""
-    meta = release["metadata"]
-    with contextlib.suppress(dynamic.exceptions.NotFoundError):
-        return resource.get(namespace=meta["namespace"], name=meta["name"]).to_dict()
-    return None
-
-
-def ready_of(applied: Obj, healthy: Obj | None) -> tuple[str, str, str]:
-    """Ready's status, reason and message: Applied's while it is not True, then Healthy's."""
-    if applied["status"] != "True":
-        return "False", applied["reason"], applied["message"]
-    if healthy is None or healthy["status"] != "True":
-        said = healthy or {"status": "Unknown", "reason": "NotAssessed", "message": "no health"}
-        return said["status"], said["reason"], said["message"]
-    return "True", "Succeeded", applied["message"]
-
-
-def summary_condition(
-    kind: str, status: str, reason: str, message: str, before: Obj | None, now: str
-) -> Obj:
-    kept = before is not None and before["status"] == status
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": before["lastTransitionTime"] if kept and before else now,
-    }
 
 
 # Not in the combined variant yet: with it, the combined one failed INT-1's sum over a
