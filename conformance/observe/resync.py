@@ -10,7 +10,6 @@ where no tick can fall into it, instead of excusing attempts that happen to coin
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from itertools import pairwise
@@ -145,7 +144,9 @@ class ResyncClock:
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
                 self.sentinel.quiet(settled - now, since=self._recorder.mark())
                 continue
-            due = last + math.ceil((now - last) / self.period) * self.period
+            # The tick after the last one seen: a tick is never skipped, and one that comes
+            # late (the informer's resync has jitter) has not passed because its time has.
+            due = last + self.period
             if now + length + guard < due:
                 return
             if self.wait_tick(after=due - guard) is None:

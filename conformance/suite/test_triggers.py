@@ -495,7 +495,7 @@ def test_a_deleted_lower_wave_release_does_not_reconcile_the_higher_wave(
     nothing left to wait for). It sees the deletion at its next reconcile: a /sync."""
     low = unhealthy_low_wave(releases, "low")
     high = waiting_high_wave(releases)
-    resync_clock.quiet_slot(timing.quiet + 2 * timing.reconcile)
+    resync_clock.quiet_slot(timing.quiet + timing.reconcile)
     since = releases.recorder.mark()
     releases.resource.delete(name=low.name, namespace=low.namespace)
     seen = high.quiet(timing.quiet, since=since)
