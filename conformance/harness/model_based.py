@@ -334,14 +334,19 @@ class Driver(Sequence):
         act(self)
 
     def _interrupt(self, interruption: str, at: datetime, first: Prediction) -> None:
+        requested = self.world.releases.recorder.mark()
         self.app.request_sync(at=at)
         self.app.wait_for(lambda r: reason(r) == TRANSIENT, "the refused apply's DeployFailed")
+        latency = self.world.releases.recorder.mark() - requested  # the refused reconcile's
         if interruption == "crash":
             self.world.crash_controller()
         else:
             self.app.annotate({SYNC_REQUESTED_AT: None})
-            # A named quiet period: the retry the refusal scheduled comes, and applies nothing.
-            self.app.quiet((first.due.requeue or 0.0) + self.world.timing.slack(0))
+            # A named quiet period: the retry the refusal scheduled comes and, a reconcile
+            # time later, has applied nothing. A step that began sooner would write a request
+            # that retry could still read (a reconcile "retried" before its own delay).
+            delay = first.due.requeue or 0.0
+            self.app.quiet(delay + self.world.timing.slack(delay, latency))
 
     def _begin(self, what: str, refused: int, *, restart: bool) -> float:
         """Wait for a resync-free slot as long as the step needs; return the witness' time
