@@ -9,7 +9,7 @@ from typing import Any
 from convoy import api, policy, reconciler, rollout, subresources, synctime
 from convoy.api import Annotation, Reason
 from mutants import mutant
-from mutants.patching import key_of, wrap
+from mutants.patching import NOT_READY, key_of, wrap
 
 Obj = dict[str, Any]
 
@@ -234,8 +234,7 @@ def force_handled_only_once_rendered() -> None:
     """lastHandledForceSyncAt is written in the sync path, after the render ("a force is about
     a render"): a forced reconcile that fails before its render is made (the source, the values
     or the Cluster not ready) leaves the force pending for its retry."""
-    unrendered = {Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY}
-    _force_handled_only_when(lambda outcome: outcome.reason not in unrendered)
+    _force_handled_only_when(lambda outcome: outcome.reason not in NOT_READY)
 
 
 @mutant("force-handled-time-cut-from-its-text", "FORCE-5.success")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from convoy import policy
+from convoy.api import Reason
 
 #: The originals a mutant leaves in place on purpose when it replaces a name one caller reads:
 #: (module, name) -> why (tests/unit/test_mutant_seams.py checks every other alias).
@@ -19,6 +20,11 @@ KEPT_ORIGINALS = {
     "enqueues (controller.higher_waves); the observer's wave /syncs (waves.next_wave) are "
     "another rule's",
 }
+
+
+#: The failures that come before a render is made: its source, its values or its Cluster not
+#: ready (the mutants of the requeue rules and of forced syncs break rules for these).
+NOT_READY = (Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY)
 
 
 def wrap(owner: Any, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -14,7 +14,7 @@ from convoy import api, apply, controller, durations, observer, policy, reconcil
 from convoy.api import Reason
 from convoy.informer import EventType
 from mutants import generated, mutant
-from mutants.patching import key_of, sync_policy_read_once, wrap
+from mutants.patching import NOT_READY, key_of, sync_policy_read_once, wrap
 
 Obj = dict[str, Any]
 
@@ -68,9 +68,6 @@ for _reason in NOT_TRANSIENT:
 
 
 #: The reasons an author may take for "not ready yet", to poll rather than back off from.
-NOT_READY = (Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY)
-
-
 @mutant("not-ready-polled-at-the-first-delay", *(f"REQ-1.{r.value}" for r in NOT_READY))
 def not_ready_polled_at_the_first_delay() -> None:
     """A Release whose source, values or Cluster is not ready yet is polled at the first

@@ -337,10 +337,10 @@ class Driver(Sequence):
         requested = self.world.releases.recorder.mark()
         self.app.request_sync(at=at)
         self.app.wait_for(lambda r: reason(r) == TRANSIENT, "the refused apply's DeployFailed")
-        latency = self.world.releases.recorder.mark() - requested  # the refused reconcile's
         if interruption == "crash":
             self.world.crash_controller()
         else:
+            latency = self.world.releases.recorder.mark() - requested  # the refused reconcile's
             self.app.annotate({SYNC_REQUESTED_AT: None})
             # A named quiet period: the retry the refusal scheduled comes and, a reconcile
             # time later, has applied nothing. A step that began sooner would write a request
