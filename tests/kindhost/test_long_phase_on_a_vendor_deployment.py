@@ -40,8 +40,10 @@ def deployment_as_found(vendor: Vendor) -> tuple[int, dict[str, list[str]]]:
 
 
 def outcomes(stdout: str, test: str) -> list[str]:
-    """What `-rA` says of each run of `test` (one per worker)."""
-    return [line.split()[0] for line in stdout.splitlines() if line.endswith(f"::{test}")]
+    """What `-rA` says of each run of `test` (one per worker). A summary line is the outcome, the
+    test's ID and, when the terminal is wide enough (COLUMNS), " - " and the failure's message."""
+    lines = (line.split() for line in stdout.splitlines())
+    return [words[0] for words in lines if len(words) > 1 and words[1].endswith(f"::{test}")]
 
 
 def test_every_worker_counts_from_the_long_phases_restart_and_the_deployment_is_restored(
