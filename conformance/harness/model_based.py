@@ -340,13 +340,15 @@ class Driver(Sequence):
         if interruption == "crash":
             self.world.crash_controller()
         else:
-            latency = self.world.releases.recorder.mark() - requested  # the refused reconcile's
+            withdrawn = self.world.releases.recorder.mark()
+            latency = withdrawn - requested  # the refused reconcile's
             self.app.annotate({SYNC_REQUESTED_AT: None})
             # A named quiet period: the retry the refusal scheduled comes and, a reconcile
-            # time later, has applied nothing. A step that began sooner would write a request
-            # that retry could still read (a reconcile "retried" before its own delay).
+            # time later, has applied nothing (the step's attempts say so at its end). A step
+            # that began sooner would write a request that retry could still read (a reconcile
+            # "retried" before its own delay).
             delay = first.due.requeue or 0.0
-            self.app.quiet(delay + self.world.timing.slack(delay, latency))
+            self.app.quiet(delay + self.world.timing.slack(delay, latency), since=withdrawn)
 
     def _begin(self, what: str, refused: int, *, restart: bool) -> float:
         """Wait for a resync-free slot as long as the step needs; return the witness' time

@@ -506,10 +506,9 @@ class App:
             ),
         )
 
-    def quiet(
-        self, seconds: float, *, since: float | None = None, dry_run: bool | None = None
-    ) -> list[Attempt]:
-        """Watch `seconds` for controller writes of the rendered object; return any seen."""
+    def quiet(self, seconds: float, *, since: float, dry_run: bool | None = None) -> list[Attempt]:
+        """Watch `seconds` for controller writes of the rendered object made since `since`;
+        return any seen. Required: the record's every earlier write would end the watch at once."""
         return self.releases.recorder.quiet(
             seconds, since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
         )
