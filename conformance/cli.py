@@ -109,7 +109,15 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
 
     started = time.monotonic()
     run = kill_run.run(
-        runs, SUITE_DIR, workdir, extra, args.parallel, args.workers, progress, args.tests
+        runs,
+        SUITE_DIR,
+        workdir,
+        extra,
+        args.parallel,
+        args.workers,
+        progress,
+        args.tests,
+        _lane_binaries(extra) if args.reuse_control_planes else None,
     )
     baseline, outcomes = run.baseline, run.others
     wrong = [o for o in (baseline, *outcomes) if not o.as_expected]
@@ -138,6 +146,18 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     for line in kill_run.describe(kill_run.breakdown(matrix)):
         print(line)
     return 0 if not wrong else 1
+
+
+def _lane_binaries(extra: list[str]) -> binaries.Binaries | None:
+    """The binaries of the local control planes the mutant runs reuse (conformance.lanes);
+    None when the runs are not on the local provider."""
+    parser = argparse.ArgumentParser(add_help=False)
+    for option in ("--cluster", "--kube-version", "--etcd-version"):
+        parser.add_argument(option)
+    chosen, _ = parser.parse_known_args(extra)
+    if chosen.cluster != "local":
+        return None
+    return binaries.resolve(chosen.kube_version, chosen.etcd_version)
 
 
 def _list_mutants(chosen: list[Mutant], *, as_json: bool) -> int:
@@ -352,6 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run each benign variant alone (by default only the combined one runs, "
         "which has them all)",
+    )
+    mutants.add_argument(
+        "--no-reuse-control-planes",
+        dest="reuse_control_planes",
+        action="store_false",
+        help="with --cluster=local, each mutant run starts a control plane of its own instead "
+        "of reusing one of --parallel that the kill run keeps (conformance.lanes)",
     )
     mutants.add_argument("--workdir", default="reports/mutants", help="logs and JUnit files")
     mutants.add_argument(

@@ -16,18 +16,21 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import resource
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from conformance.clusters.binaries import Binaries
 from conformance.document import catalog, model_profiles
 from conformance.install.host import MUTANT_VARIABLE
+from conformance.lanes import Lanes
 from conformance.timing import DOCUMENT_RESYNC, LONG_RESYNC
 
 if TYPE_CHECKING:
@@ -65,11 +68,15 @@ class Outcome:
 
 @dataclass
 class Phase:
-    """One phase of the kill run: its name, its runs at a time and its wall time."""
+    """One phase of the kill run: its name, its runs at a time, its wall time and the CPU
+    seconds of every process it ran (its runs and the control planes they reused)."""
 
     name: str
     width: int
     seconds: float
+    cpu_seconds: float
+    #: why a lane got a fresh control plane (conformance.lanes), one line each
+    lanes_replaced: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -88,10 +95,11 @@ BASELINE = "baseline"
 #: a development run's (the Makefile's SUITE_WORKERS), whose timing spread is measured
 #: (benchmarks/timing_spread.py). More would load the machine under their timing tests.
 MUST_PASS_WORKERS = 12
-#: Mutant runs at a time. One uses about a third of a core (9.3 CPU-seconds in 27.7 s, the
-#: control plane's start most of it): five keep two cores about 85 % busy, so that a mutant
+#: Mutant runs at a time, each on a lane's control plane (conformance.lanes). A run that
+#: started its own used 10.6 CPU-seconds in 33 s (five at a time: the cores 78 % busy); on a
+#: lane the start and stop are gone, and seven keep the cores about as busy, so that a mutant
 #: dies of its clause's failure, not of a starved machine (benchmarks/kill_run_time.py).
-MUTANT_RUNS_AT_ONCE = 5
+MUTANT_RUNS_AT_ONCE = 7
 
 
 def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
@@ -167,6 +175,20 @@ def mutant_environment(mutant: Mutant | None, workdir: Path) -> tuple[list[str],
 
 
 def run_selection(
+    name: str,
+    tests: list[str],
+    mutant: Mutant | None,
+    workdir: Path,
+    pytest_args: list[str],
+    lanes: Lanes | None = None,
+) -> Outcome:
+    """One pytest run; on a lane's control plane when there are lanes."""
+    with lanes.borrow(name) if lanes else contextlib.nullcontext() as plane:
+        reuse = [f"--reuse-control-plane={plane}"] if plane else []
+        return run_pytest(name, tests, mutant, workdir, [*pytest_args, *reuse])
+
+
+def run_pytest(
     name: str, tests: list[str], mutant: Mutant | None, workdir: Path, pytest_args: list[str]
 ) -> Outcome:
     junit = workdir / f"{name}.xml"
@@ -257,9 +279,11 @@ def run(
     workers: int,
     progress: Callable[[Outcome], None],
     tests: list[str] | None = None,
+    lane_binaries: Binaries | None = None,
 ) -> KillRun:
     """Run the baseline (the whole suite on the reference controller), every variant and every
-    mutant, `parallel` mutant runs at a time.
+    mutant, `parallel` mutant runs at a time; with `lane_binaries` (a local kill run), the
+    mutant runs reuse `parallel` control planes of those binaries (conformance.lanes).
 
     The mutants start when the runs that must pass have ended: their control planes' starts
     would load the machine under those runs' timing tests."""
@@ -272,27 +296,49 @@ def run(
         (MUST_PASS, [job for job in everything if job.must_pass], MUST_PASS_WORKERS // workers),
         (MUTANTS, [job for job in everything if not job.must_pass], parallel),
     ):
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, width)) as pool:
-            futures = [
-                pool.submit(
-                    run_selection,
-                    job.name,
-                    job.tests,
-                    job.mutant,
-                    workdir,
-                    [*pytest_args, *job.options],
-                )
-                for job in batch
-            ]
-            for future in as_completed(futures):
-                outcomes.append(future.result())
-                progress(outcomes[-1])
-        phases.append(Phase(phase, max(1, width), round(time.monotonic() - started, 1)))
+        started, cpu, width = time.monotonic(), children_cpu_seconds(), max(1, width)
+        reused = lane_binaries if phase == MUTANTS and batch else None
+        with (
+            Lanes(reused, width, workdir / "lanes") if reused else contextlib.nullcontext()
+        ) as lanes:
+            for outcome in run_batch(batch, width, workdir, pytest_args, lanes):
+                outcomes.append(outcome)
+                progress(outcome)
+        seconds, cpu = time.monotonic() - started, children_cpu_seconds() - cpu
+        replaced = lanes.replaced if lanes else []
+        phases.append(Phase(phase, width, round(seconds, 1), round(cpu, 1), replaced))
     baseline = next(o for o in outcomes if o.name == BASELINE)
     order = {m.name: n for n, m in enumerate(mutants)}
     others = sorted((o for o in outcomes if o is not baseline), key=lambda o: order[o.name])
     return KillRun(baseline, others, phases)
+
+
+def run_batch(
+    batch: list[Job], width: int, workdir: Path, pytest_args: list[str], lanes: Lanes | None
+) -> Iterator[Outcome]:
+    """The batch's runs, `width` at a time; their outcomes as they end."""
+    with ThreadPoolExecutor(max_workers=width) as pool:
+        futures = [
+            pool.submit(
+                run_selection,
+                job.name,
+                job.tests,
+                job.mutant,
+                workdir,
+                [*pytest_args, *job.options],
+                lanes,
+            )
+            for job in batch
+        ]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of the processes this one started and waited for: the runs, and the lanes'
+    control planes once stopped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 #: The longest runs a breakdown names.
@@ -301,9 +347,10 @@ LONGEST = 8
 
 def breakdown(matrix: dict[str, Any]) -> dict[str, Any]:
     """Where a kill run's wall time went, from its matrix.json: for the runs that must pass and
-    for the mutants, the phase's wall time, its runs' pytest-seconds and CPU seconds, how busy
-    its pool was (pytest-seconds / (wall x runs at a time)) and its cores (CPU seconds / (wall
-    x cores): near 1, more runs at a time cannot make it faster); the longest runs."""
+    for the mutants, the phase's wall time, its runs' pytest-seconds, the CPU seconds of all it
+    ran (the runs and the lanes' control planes), how busy its pool was (pytest-seconds / (wall
+    x runs at a time)) and its cores (CPU seconds / (wall x cores): near 1, more runs at a time
+    cannot make it faster), and why a lane got a fresh control plane; the longest runs."""
     runs_by_phase = {
         "mustPass": [matrix["baseline"], *matrix["variants"]],
         "mutants": matrix["mutants"],
@@ -313,7 +360,7 @@ def breakdown(matrix: dict[str, Any]) -> dict[str, Any]:
     for phase in matrix["phases"]:
         found = runs_by_phase[phase["name"]]
         seconds = sum(r["seconds"] for r in found)
-        cpu = sum(r["cpu_seconds"] for r in found)
+        cpu = phase["cpu_seconds"]
         wall = max(phase["seconds"], 1e-9)
         phases[phase["name"]] = {
             "wallSeconds": round(phase["seconds"]),
@@ -323,6 +370,7 @@ def breakdown(matrix: dict[str, Any]) -> dict[str, Any]:
             "cpuSeconds": round(cpu),
             "poolBusy": round(seconds / (wall * phase["width"]), 2),
             "cpuBusy": round(cpu / (wall * matrix["cpus"]), 2),
+            "lanesReplaced": phase["lanes_replaced"],
         }
     longest = sorted(everything, key=lambda r: r["seconds"], reverse=True)[:LONGEST]
     mutants = matrix["mutants"]
@@ -344,5 +392,6 @@ def describe(figures: dict[str, Any]) -> list[str]:
             f"{phase['cpuSeconds']:6} CPU-s; pool busy {phase['poolBusy']:.0%}, "
             f"cores {phase['cpuBusy']:.0%}"
         )
+        lines += [f"    a fresh control plane for {why}" for why in phase["lanesReplaced"]]
     lines.append(f"  a mutant's run: {figures['secondsPerMutant']} s on average")
     return lines

@@ -121,6 +121,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "than one (a sidecar): the long phase of a certifying run sets its --resync",
     )
     group.addoption("--convoy-mutant", default=None, help=argparse.SUPPRESS)
+    # the kill run's: a running local control plane's directory (conformance.lanes)
+    group.addoption("--reuse-control-plane", type=Path, default=None, help=argparse.SUPPRESS)
     group.addoption(
         "--report-dir",
         type=Path,

@@ -339,6 +339,34 @@ class LocalControlPlane(Cluster):
         )
 
 
+class ReusedControlPlane(Cluster):
+    """A LocalControlPlane that another process started and stops (the kill run's lanes,
+    conformance.lanes), reached through the admin kubeconfig in its directory. The run
+    that uses it deletes what it created, as on any cluster, and leaves the processes alone."""
+
+    provider = "local"
+    owned = True
+
+    def __init__(self, directory: Path) -> None:
+        self._kubeconfig = directory / "admin.kubeconfig"
+        if not self._kubeconfig.is_file():
+            raise FileNotFoundError(f"{directory}: no local control plane's admin.kubeconfig")
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self._kubeconfig
+
+    @property
+    def callback(self) -> CallbackAddress:
+        return CallbackAddress(host=LOOPBACK)
+
+    def stop(self) -> None:
+        """Nothing to stop: the processes are the starter's."""
+
+    def describe(self) -> str:
+        return f"local control plane reused from {self._kubeconfig.parent}"
+
+
 def _available(status: dict) -> bool:
     conditions = status.get("conditions", [])
     return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)

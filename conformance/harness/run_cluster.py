@@ -19,7 +19,7 @@ from conformance.clusters import binaries
 from conformance.clusters.base import Cluster, ServiceReference
 from conformance.clusters.existing import ExistingCluster
 from conformance.clusters.kind import KindProvider
-from conformance.clusters.local import LocalControlPlane
+from conformance.clusters.local import LocalControlPlane, ReusedControlPlane
 from conformance.clusters.select import Choice, choose
 from conformance.harness.stash import RUN_ID
 from conformance.versions import KindError, kind_versions
@@ -83,6 +83,8 @@ def start_cluster(config: pytest.Config, temp_dir: Path) -> Cluster:
     that pytest removes what a killed session (an xdist worker cut short) leaves there."""
     option = config.getoption
     choice = provider_choice(config)
+    if choice.provider == "local" and option("reuse_control_plane"):
+        return ReusedControlPlane(option("reuse_control_plane"))
     if choice.provider == "local":
         found = binaries.resolve(option("kube_version"), option("etcd_version"))
         return LocalControlPlane(found, base_dir=temp_dir).start()

@@ -103,11 +103,14 @@ def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) 
 
 
 def test_the_benchmark_says_where_each_phases_time_went_and_refuses_an_older_matrix() -> None:
+    """The cores' share from the CPU of everything a phase ran (runs and lanes alike)."""
     run = {"name": "m", "seconds": 10.0, "cpu_seconds": 4.0}
+    replaced = ["lane-1 after m: left ['Namespace/x'], removed []"]
     phases = [
-        {"name": "mustPass", "width": 2, "seconds": 10.0},
-        {"name": "mutants", "width": 4, "seconds": 5.0},
+        {"name": "mustPass", "width": 2, "seconds": 10.0, "cpu_seconds": 8.0},
+        {"name": "mutants", "width": 4, "seconds": 5.0, "cpu_seconds": 8.0},
     ]
+    phases[0]["lanes_replaced"], phases[1]["lanes_replaced"] = [], replaced
     matrix = {
         "seconds": 15.0, "cpus": 2, "phases": phases,
         "baseline": run, "variants": [run], "mutants": [run, run],
@@ -117,6 +120,7 @@ def test_the_benchmark_says_where_each_phases_time_went_and_refuses_an_older_mat
     assert figures["mutants"]["poolBusy"] == 1.0 and figures["mutants"]["cpuBusy"] == 0.8
     lines = describe(breakdown(matrix))
     assert "mustPass" in lines[1] and "2 at a time" in lines[1] and "cores 40%" in lines[1]
+    assert f"    a fresh control plane for {replaced[0]}" in lines
     older = {key: value for key, value in matrix.items() if key != "phases"}
     with pytest.raises(KeyError, match="phases"):
         breakdown(older)
