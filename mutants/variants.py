@@ -3,11 +3,15 @@ fails is a suite that fails conforming controllers."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from convoy import apply, controller, observer, reconciler
 from convoy.api import Reason
+from convoy.backoff import default_limiter
+from convoy.clock import Clock, RealClock
+from convoy.workqueue import WorkQueue
 from mutants import COMBINED, parts_of_combined, variant
 from mutants.patching import wrap
 
@@ -70,6 +74,38 @@ def extra_labels() -> None:
 def slower_observer() -> None:
     """The observer assesses health every 3 seconds instead of 2."""
     observer.PERIOD = 3.0
+
+
+#: client-go's DefaultControllerRateLimiter bucket: 10 tokens a second, a burst of 100.
+BUCKET_RATE, BUCKET_BURST = 10.0, 100
+
+
+class TokenBucket:
+    """golang.org/x/time/rate as client-go's BucketRateLimiter uses it: each delay asked for
+    takes a token, and waits for one when none is left."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock, self._tokens, self._last = clock, float(BUCKET_BURST), clock.now()
+        self._lock = threading.Lock()
+
+    def delay(self) -> float:
+        with self._lock:
+            now = self._clock.now()
+            refilled = self._tokens + (now - self._last) * BUCKET_RATE
+            self._tokens, self._last = min(BUCKET_BURST, refilled) - 1, now
+            return max(0.0, -self._tokens / BUCKET_RATE)
+
+
+@variant("controller-runtime-rate-limiter")
+def controller_runtime_rate_limiter() -> None:
+    """The queue's default limiter is controller-runtime's: the larger of the per-Release
+    exponential one (5 ms doubling to 1000 s) and a token bucket all Releases share (10 a
+    second, a burst of 100); a Release's retryBackoff passes it by, as RequeueAfter does."""
+
+    @wrap(WorkQueue, "__init__")
+    def init(original, self, clock: Clock | None = None, limiter=default_limiter) -> None:
+        bucket = TokenBucket(clock or RealClock())
+        original(self, clock, lambda n: max(limiter(n), bucket.delay()))
 
 
 @variant(COMBINED)

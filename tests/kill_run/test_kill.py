@@ -43,6 +43,9 @@ def test_the_variants_the_document_allows_are_there() -> None:
         "reconciling-condition",
         "status-at-every-reconcile",
         "finalizer",
+        "ready-and-stalled-summary",
+        "last-applied-render-annotation",
+        "controller-runtime-rate-limiter",
         "leader-election",
         COMBINED,
     }
