@@ -48,7 +48,8 @@ class Outcome:
     #: failed or erred test -> the first lines of what pytest said about it
     messages: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
-    #: CPU seconds of the run's processes (pytest, its control plane, its controller)
+    #: CPU seconds of the run's processes (pytest, its controller, its control plane unless it
+    #: reused a lane's: the phase counts those)
     cpu_seconds: float = 0.0
     #: the baseline or a benign variant: it must pass; a mutant must be killed
     must_pass: bool = False
