@@ -28,7 +28,6 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from conformance.clusters.binaries import Binaries
-from conformance.clusters.kubeconfig import api_client
 from conformance.clusters.local import LocalControlPlane
 from conformance.harness.namespaces import RUN_LABEL
 from conformance.polling import poll_until
@@ -67,9 +66,8 @@ class Lanes:
     def __enter__(self) -> Lanes:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._starters = ThreadPoolExecutor(max_workers=self.width)
-        names = [f"lane-{n}" for n in range(self.width)]
-        planes = self._starters.map(self._start_here, names)
-        self._lanes = [Lane(name, plane) for name, plane in zip(names, planes, strict=True)]
+        starts = [self._starters.submit(self._start_here) for _ in range(self.width)]
+        self._lanes = [Lane(f"lane-{n}", start.result()) for n, start in enumerate(starts)]
         for lane in self._lanes:
             self._free.put(lane)
         return self
@@ -98,14 +96,14 @@ class Lanes:
         assert self._starters, "lanes not entered"
         return self._starters.submit(self._start_here).result()
 
-    def _start_here(self, *_: object) -> LocalControlPlane:
+    def _start_here(self) -> LocalControlPlane:
         return LocalControlPlane(self.binaries, base_dir=self.base_dir).start()
 
     def _hand_over(self, lane: Lane) -> str | None:
         """None when the cluster is as the lane's first run left it; else what differs."""
         try:
             lane.plane.check_health()
-            with api_client(lane.plane.kubeconfig, lane.plane.dir) as api:
+            with lane.plane.api_client() as api:
                 unregister_subresources(api)
                 wait_namespaces_gone(api)
                 found = cluster_wide(api)

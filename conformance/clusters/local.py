@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 SERVICE_CIDR = "10.0.0.0/24"
 FRONT_PROXY_CLIENT = "front-proxy-client"
+ADMIN_KUBECONFIG = "admin.kubeconfig"
 START_TIMEOUT = 90.0
 #: Starts of a control plane whose port something else took meanwhile (then it starts again
 #: with new ports, and says so).
@@ -53,22 +54,16 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not start; the message says which part and why."""
 
 
-class LocalControlPlane(Cluster):
-    """A control plane of real processes on this machine."""
+class OnLoopback(Cluster):
+    """A control plane on this machine's loopback, reached by the admin kubeconfig in its
+    directory: one this process runs, or one it reuses."""
 
     provider = "local"
     owned = True
 
-    def __init__(self, binaries: Binaries, base_dir: Path | None = None) -> None:
-        self.binaries = binaries
-        self.dir = Path(tempfile.mkdtemp(prefix="convoy-local-", dir=base_dir))
-        self.processes: list[ManagedProcess] = []
-        self.ports: list[int] = []
-        self.apiserver_port = 0
-        self._outages: list[Outage] = []
-        self._kubeconfig = self.dir / "admin.kubeconfig"
+    def __init__(self, directory: Path) -> None:
+        self._kubeconfig = directory / ADMIN_KUBECONFIG
 
-    # -- Cluster interface -------------------------------------------------------------------
     @property
     def kubeconfig(self) -> Path:
         return self._kubeconfig
@@ -77,6 +72,20 @@ class LocalControlPlane(Cluster):
     def callback(self) -> CallbackAddress:
         return CallbackAddress(host=LOOPBACK)
 
+
+class LocalControlPlane(OnLoopback):
+    """A control plane of real processes on this machine."""
+
+    def __init__(self, binaries: Binaries, base_dir: Path | None = None) -> None:
+        self.binaries = binaries
+        self.dir = Path(tempfile.mkdtemp(prefix="convoy-local-", dir=base_dir))
+        super().__init__(self.dir)
+        self.processes: list[ManagedProcess] = []
+        self.ports: list[int] = []
+        self.apiserver_port = 0
+        self._outages: list[Outage] = []
+
+    # -- Cluster interface -------------------------------------------------------------------
     @property
     def server(self) -> str:
         return f"https://{LOOPBACK}:{self.apiserver_port}"
@@ -339,26 +348,15 @@ class LocalControlPlane(Cluster):
         )
 
 
-class ReusedControlPlane(Cluster):
+class ReusedControlPlane(OnLoopback):
     """A LocalControlPlane that another process started and stops (the kill run's lanes,
-    conformance.lanes), reached through the admin kubeconfig in its directory. The run
-    that uses it deletes what it created, as on any cluster, and leaves the processes alone."""
-
-    provider = "local"
-    owned = True
+    conformance.lanes). The run that uses it deletes what it created, as on any cluster,
+    and leaves the processes alone."""
 
     def __init__(self, directory: Path) -> None:
-        self._kubeconfig = directory / "admin.kubeconfig"
-        if not self._kubeconfig.is_file():
-            raise FileNotFoundError(f"{directory}: no local control plane's admin.kubeconfig")
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self._kubeconfig
-
-    @property
-    def callback(self) -> CallbackAddress:
-        return CallbackAddress(host=LOOPBACK)
+        super().__init__(directory)
+        if not self.kubeconfig.is_file():
+            raise FileNotFoundError(f"{directory}: no local control plane's {ADMIN_KUBECONFIG}")
 
     def stop(self) -> None:
         """Nothing to stop: the processes are the starter's."""

@@ -9,7 +9,7 @@ from kubernetes import client
 
 from conformance.cli import SUITE_DIR
 from conformance.clusters import binaries
-from conformance.clusters.kubeconfig import api_client
+from conformance.clusters.local import ReusedControlPlane
 from conformance.harness.namespaces import RUN_LABEL
 from conformance.kill_run import run_selection
 from conformance.lanes import Lanes
@@ -44,12 +44,12 @@ def test_a_run_that_leaves_a_cluster_wide_object_gets_the_lane_a_fresh_control_p
     with Lanes(binaries.resolve(), 1, tmp_path / "lanes") as lanes:
         with lanes.borrow("first") as plane:
             first = plane
-        with lanes.borrow("leaky") as plane, api_client(plane / "admin.kubeconfig", plane) as api:
+        with lanes.borrow("leaky") as plane, ReusedControlPlane(plane).api_client() as api:
             leak = client.V1ClusterRole(metadata=client.V1ObjectMeta(name="left-behind"))
             client.RbacAuthorizationV1Api(api).create_cluster_role(leak)
         with lanes.borrow("next") as plane:
             fresh = plane
-            with api_client(plane / "admin.kubeconfig", plane) as api:
+            with ReusedControlPlane(plane).api_client() as api:
                 roles = client.RbacAuthorizationV1Api(api).list_cluster_role().items
     assert fresh != first
     assert "left-behind" not in {role.metadata.name for role in roles}
@@ -59,7 +59,7 @@ def test_a_run_that_leaves_a_cluster_wide_object_gets_the_lane_a_fresh_control_p
 
 def what_is_left(plane: Path) -> tuple[dict[str, bool], set[str]]:
     """Each namespace (labelled by a run or not) and each APIService's name."""
-    with api_client(plane / "admin.kubeconfig", plane) as api:
+    with ReusedControlPlane(plane).api_client() as api:
         namespaces = client.CoreV1Api(api).list_namespace().items
         services = client.ApiregistrationV1Api(api).list_api_service().items
     labelled = {n.metadata.name: RUN_LABEL in (n.metadata.labels or {}) for n in namespaces}
