@@ -14,7 +14,8 @@ says which of those cases a run's sequences reached.
 Each step waits for a resync-free slot as long as its retries need, causes its event on the
 cluster and in the model, and then checks what the witness recorded (dry runs and applies, in
 order, and the delay of each retry) and what the Release says (Applied, the handled times, the
-applied render) against the model; the resync ticks between steps are checked too, and that
+applied render: at the step's end, and for each reconcile a retry follows, before that retry)
+against the model; the resync ticks between steps are checked too, and that
 they come at the controller's period. A failure shrinks to a short sequence, reported as its
 steps with the seed and the command that replays it.
 
@@ -390,6 +391,7 @@ class Driver(Sequence):
         assert kinds(attempts) == expected, f"{self.history}: attempts {kinds(attempts)}"
         cut = len(kinds_of(predictions[:chained_from]))
         self._check_retries(attempts[cut:], predictions[chained_from:], since)
+        self._check_each_outcome(attempts[cut:], predictions[chained_from:])
         self._check_status(predictions[-1] if predictions else None)
         # A refusal no apply used (a request that was not pending) ends with its step.
         recorder.allow_all()
@@ -442,6 +444,29 @@ class Driver(Sequence):
                 f"{latency:.3f} s)"
             )
 
+    def _check_each_outcome(self, attempts: list[Attempt], predictions: list[Prediction]) -> None:
+        """Each reconcile a retry follows reported its own outcome before that retry began:
+        between its last attempt and the retry's first, the Release's status held the predicted
+        Applied condition and handled times, as written by then or by a write in between (an
+        outcome in several patches, a condition written when the retry starts). An outcome
+        wrong for one reconcile and put right by the next is caught here, not only where no
+        second reconcile comes in time."""
+        writes = self.app.status_writes()
+        spans = reconcile_spans(attempts, predictions)
+        attempting = [p for p in predictions if expected_kinds(p)]  # a span each
+        for n, (prediction, (_, last), (retry, _)) in enumerate(
+            zip(attempting, spans, spans[1:], strict=False), 1
+        ):
+            before = [w.status for w in writes if w.at <= last.at][-1:]
+            between = [w.status for w in writes if last.at < w.at < retry.at]
+            shown = [reported(status) for status in before + between if status is not None]
+            expected = reported_by(prediction)
+            assert expected in shown, (
+                f"{self.history}: reconcile {n} of the step did not report its outcome before "
+                f"its retry: expected {expected}; its status from its last attempt to the "
+                f"retry's first: {shown}"
+            )
+
     def _check_status(self, last: Prediction | None) -> None:
         release, history = self.app.get(), self.history
         status = release.get("status") or {}
@@ -461,6 +486,35 @@ class Driver(Sequence):
 
 def reason(release: dict[str, Any]) -> str | None:
     return (condition(release) or {}).get("reason")
+
+
+def reported(status: dict[str, Any]) -> str:
+    """What a status says of a reconcile's outcome: Applied and the handled times."""
+    applied = condition({"status": status}) or {}
+    handled = (status.get(name) for name in ("lastHandledSyncAt", "lastHandledForceSyncAt"))
+    sync, force = (parse_time(text) if text else None for text in handled)
+    return outcome_text(applied.get("status"), applied.get("reason"), sync, force)
+
+
+def reported_by(prediction: Prediction) -> str:
+    return outcome_text(
+        prediction.applied,
+        prediction.reason,
+        prediction.last_handled_sync,
+        prediction.last_handled_force,
+    )
+
+
+def outcome_text(
+    status: object, reason: object, sync: datetime | None, force: datetime | None
+) -> str:
+    def at(time: datetime | None) -> str:
+        return f"{time:%H:%M:%S}" if time else "unset"
+
+    return (
+        f"Applied {status}/{reason}, lastHandledSyncAt {at(sync)}, "
+        f"lastHandledForceSyncAt {at(force)}"
+    )
 
 
 def kinds_of(predictions: list[Prediction]) -> list[str]:

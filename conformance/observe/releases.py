@@ -598,6 +598,12 @@ class App:
         )
         return rendered or status
 
+    def status_writes(self, *, since: float | None = None) -> list[Attempt]:
+        """The controller's writes of this Release's status, each with the status it stored."""
+        return self.releases.recorder.attempts(
+            since=since, kind="Release", name=self.name, subresource="status", where=not_by_suite
+        )
+
     def traces(self, *, since: float) -> list[Attempt]:
         """The traces of reconciles of this Release since `since` (see `is_trace`)."""
         return self.releases.recorder.attempts(since=since, subresource=None, where=self.is_trace)

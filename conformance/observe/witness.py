@@ -118,6 +118,8 @@ class Attempt:
     resource_version: str | None
     #: True when a deny rule made the witness refuse it (the attempt still happened)
     denied: bool = False
+    #: a status write's status as it would be stored (the whole status, not the patch)
+    status: dict[str, Any] | None = None
 
     def describe(self) -> str:
         flags = " dry-run" * self.dry_run + " DENIED" * self.denied
@@ -370,6 +372,7 @@ def _attempt(request: dict[str, Any], at: float, wall: datetime) -> Attempt:
     old = _metadata(request.get("oldObject"))
     # A DELETE has no object, only the stored oldObject.
     current = _metadata(request.get("object")) or old
+    subresource = request.get("subResource") or ""
     return Attempt(
         at=at,
         wall=wall,
@@ -379,11 +382,12 @@ def _attempt(request: dict[str, Any], at: float, wall: datetime) -> Attempt:
         namespace=request.get("namespace") or "",
         # request.name is empty for a create with generateName; the object has the name by now
         name=request.get("name") or current.get("name", ""),
-        subresource=request.get("subResource") or "",
+        subresource=subresource,
         dry_run=bool(request.get("dryRun")),
         field_manager=(request.get("options") or {}).get("fieldManager"),
         user=(request.get("userInfo") or {}).get("username", ""),
         resource_version=old.get("resourceVersion"),
+        status=(request.get("object") or {}).get("status") if subresource == "status" else None,
     )
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -20,12 +22,15 @@ from conformance.observe.releases import (
     kinds,
     parse_time,
     rfc3339,
+    same_second,
 )
 from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import Attempt
 from conformance.timing import Timing
 from convoyapi import LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
+Obj = dict[str, Any]
 
 
 def request_forced_sync(app: App) -> datetime:
@@ -158,13 +163,70 @@ def give_back_the_source(app: App) -> None:
     app.set_content("v2")  # no event: the backoff retry renders it
 
 
-#: A failure of a forced reconcile: how to cause it, how to end it (None: it stays), and the
-#: attempts from the forced request on: the forced apply (none where the render failed), then
-#: the retry's dry run and apply.
-FAILURES: dict[str, tuple[Callable[[App], object], Callable[[App], object] | None, list[str]]] = {
-    "DeployFailed": (App.deny_applies, None, ["apply", "dry-run", "apply"]),
-    "SourceNotReady": (remove_the_source, give_back_the_source, ["dry-run", "apply"]),
+VALUES, CLUSTER, SECRET = "web-values", "target", "target-kubeconfig"
+
+
+def values_spec(releases: Releases) -> Obj:
+    """The Release reads its values from a ConfigMap, there from the start."""
+    give_back_the_values(App(releases, "web"))
+    return {"values": {"configMapRef": {"name": VALUES}}}
+
+
+def remove_the_values(app: App) -> None:
+    app.releases.core.delete_namespaced_config_map(VALUES, app.namespace)  # no event
+
+
+def give_back_the_values(app: App) -> None:
+    body = {"metadata": {"name": VALUES}, "data": {"greeting": "hello"}}
+    app.releases.core.create_namespaced_config_map(app.namespace, body)
+
+
+def cluster_spec(releases: Releases) -> Obj:
+    """The Release targets a Cluster with an empty spec: the controller's own cluster."""
+    releases.cluster(CLUSTER)
+    return {"clusterRef": {"name": CLUSTER}}
+
+
+def lose_the_kubeconfig(app: App) -> None:
+    """The Cluster names a kubeconfig Secret that does not exist: ClusterNotReady (a change
+    of the Cluster is no event of the Release)."""
+    app.releases.patch_cluster(CLUSTER, {"kubeconfigSecretRef": {"name": SECRET}})
+
+
+def target_the_own_cluster(app: App) -> None:
+    app.releases.patch_cluster(CLUSTER, {"kubeconfigSecretRef": None})
+
+
+def no_spec(releases: Releases) -> Obj:
+    return {}
+
+
+@dataclass(frozen=True)
+class ForcedFailure:
+    """A failure of a forced reconcile: caused with no event that starts a reconcile, ended
+    by `fix` (None: it stays); `attempts` from the forced request on: the forced apply (none
+    where the render failed), then the retry's dry run and apply. `spec`: the Release's other
+    fields, and what they need in place first."""
+
+    fail: Callable[[App], object]
+    fix: Callable[[App], object] | None
+    attempts: list[str]
+    spec: Callable[[Releases], Obj] = no_spec
+
+
+RENDER_FAILED = ["dry-run", "apply"]
+FAILURES = {
+    "DeployFailed": ForcedFailure(App.deny_applies, None, ["apply", "dry-run", "apply"]),
+    "SourceNotReady": ForcedFailure(remove_the_source, give_back_the_source, RENDER_FAILED),
+    "ValuesNotReady": ForcedFailure(
+        remove_the_values, give_back_the_values, RENDER_FAILED, values_spec
+    ),
+    "ClusterNotReady": ForcedFailure(
+        lose_the_kubeconfig, target_the_own_cluster, RENDER_FAILED, cluster_spec
+    ),
 }
+#: The forced reconcile's retry comes this long after it: its writes are over by then.
+FIRST_RETRY = 2.0
 
 
 @pytest.mark.clause("FORCE-4.after-failure", "FORCE-5.failure")
@@ -173,23 +235,38 @@ def test_a_failed_forced_reconcile_is_handled_and_its_retry_runs_the_dry_run(
     releases: Releases, resync_clock: ResyncClock, timing: Timing, reason: str
 ) -> None:
     """The forced reconcile fails at its apply (DeployFailed) or before it, its render not
-    made (SourceNotReady): lastHandledForceSyncAt is written either way, and the retry that
-    follows is no forced one."""
-    fail, fix, expected = FAILURES[reason]
-    app = applied_manual_app(releases, sync_policy={"retryBackoff": {"initial": "1s"}})
-    resync_clock.quiet_slot(timing.reconcile)  # a resync would add a reconcile of its own
-    fail(app)
+    made (the source, the values or the Cluster not ready): that reconcile itself writes
+    lastHandledForceSyncAt, not its retry, and the retry that follows is no forced one."""
+    failure = FAILURES[reason]
+    policy = {"retryBackoff": {"initial": f"{FIRST_RETRY:g}s"}}
+    app = applied_manual_app(releases, sync_policy=policy, **failure.spec(releases))
+    resync_clock.quiet_slot(timing.reconcile + FIRST_RETRY)  # a resync adds a reconcile
+    failure.fail(app)
     since = app.releases.recorder.mark()
     written = request_forced_sync(app)
     app.wait_applied("False", reason)
+    ended = app.reconcile_end(since, calm=FIRST_RETRY / 2)
     wait_force_handled(app, written)
-    if fix is not None:
-        fix(app)
+    handled_at = next(w.at for w in app.status_writes(since=since) if handles(w, written))
+    assert handled_at <= ended, (
+        f"FORCE-5.failure: lastHandledForceSyncAt was written {handled_at - ended:.2f} s after "
+        f"the forced reconcile that failed ({reason}) ended, by a later reconcile; expected: "
+        "by the forced reconcile itself"
+    )
+    if failure.fix is not None:
+        failure.fix(app)
+    expected = failure.attempts
     app.wait_attempts(count=expected.count("apply"), since=since)
     assert kinds(app.attempts(since=since))[: len(expected)] == expected, (
         f"FORCE-4.after-failure: after a forced reconcile that failed ({reason}) expected "
         f"the attempts {expected}"
     )
+
+
+def handles(write: Attempt, forced: datetime) -> bool:
+    """Does this status write record the forced request as handled?"""
+    text = (write.status or {}).get("lastHandledForceSyncAt")
+    return isinstance(text, str) and same_second(parse_time(text), forced)
 
 
 #: A preApply hook whose Widget reports nothing until the test makes it Healthy.
