@@ -237,6 +237,39 @@ def force_handled_only_once_rendered() -> None:
     _force_handled_only_when(lambda outcome: outcome.reason not in NOT_READY)
 
 
+@mutant("force-handled-once-the-cluster-is-reached", "FORCE-5.failure")
+def force_handled_once_the_cluster_is_reached() -> None:
+    """The Cluster's client is made before the reconcile proper (controller-runtime's habit
+    of a client per Cluster): a Cluster that cannot be reached returns early, and leaves the
+    forced request pending for the retry."""
+    _force_handled_only_when(lambda outcome: outcome.reason != Reason.CLUSTER_NOT_READY)
+
+
+@mutant("force-handled-by-the-retry", "FORCE-5.failure")
+def force_handled_by_the_retry() -> None:
+    """A forced reconcile that fails uses the force up in memory (its retry runs the dry run)
+    and leaves lastHandledForceSyncAt to the retry, which writes it "after that reconcile"."""
+    owed: set[str] = set()
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        return original(self, release, result, requests, forced and key_of(release) not in owed)
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        key, pending = key_of(release), policy.Requests.of(release).force_pending
+        result = original(self, release)
+        if key in owed:
+            owed.discard(key)  # this reconcile wrote it: the force was still pending
+        elif pending and result.outcome.reason.transient:
+            previous = (release.get("status") or {}).get("lastHandledForceSyncAt")
+            result.status.pop("lastHandledForceSyncAt", None)
+            if previous:
+                result.status["lastHandledForceSyncAt"] = previous
+            owed.add(key)
+        return result
+
+
 @mutant("force-handled-time-cut-from-its-text", "FORCE-5.success")
 def force_handled_time_cut_from_its_text() -> None:
     """lastHandledForceSyncAt is the annotation's text cut to the second plus a Z: right for
