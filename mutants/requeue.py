@@ -85,14 +85,27 @@ def kubeconfig_errors_not_retried() -> None:
     """A ClusterNotReady caused by the Cluster's kubeconfig Secret (missing, without its key,
     no kubeconfig in it) is taken for the user's error and not retried with backoff; a
     missing Cluster or an unreachable API server is."""
+    _cluster_not_ready_not_retried_when("Secret ")
+
+
+def _cluster_not_ready_not_retried_when(message_part: str) -> None:
+    """A ClusterNotReady whose message has `message_part` waits like a hold."""
 
     @wrap(controller.Controller, "_requeue")
     def requeue(original, self, key: str, result: reconciler.Result) -> str:
         outcome = result.outcome
-        if outcome.reason == Reason.CLUSTER_NOT_READY and "Secret " in outcome.message:
+        if outcome.reason == Reason.CLUSTER_NOT_READY and message_part in outcome.message:
             not_transient = dataclasses.replace(outcome, reason=Reason.UNSUPPORTED)
             result = dataclasses.replace(result, outcome=not_transient)
         return original(self, key, result)
+
+
+@mutant("unreachable-cluster-waits-for-the-periodic-reconcile", "REQ-1.ClusterNotReady")
+def unreachable_cluster_waits_for_the_periodic_reconcile() -> None:
+    """A Cluster whose API server refuses connections is taken for one that is down for a
+    while: it waits for the next periodic reconcile instead of a backoff retry; a missing
+    Cluster or kubeconfig is retried."""
+    _cluster_not_ready_not_retried_when("not reachable")
 
 
 @mutant("manual-failure-retried-only-with-a-request", "REQ-1.manual")

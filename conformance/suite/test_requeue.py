@@ -285,9 +285,10 @@ class ClusterNotReady(Transient):
 
 
 class ClusterKubeconfigNotReady(ClusterNotReady):
-    """The Cluster is there, but not its kubeconfig: the Secret is missing, lacks the key, or
-    holds no kubeconfig (each a ClusterNotReady in the API reference). The fix drops
-    spec.kubeconfigSecretRef, which makes the Cluster the controller's own cluster."""
+    """The Cluster is there, but not its kubeconfig: the Secret is missing, lacks the key,
+    holds no kubeconfig, or one whose API server cannot be reached (each a ClusterNotReady in
+    the API reference). The fix drops spec.kubeconfigSecretRef, which makes the Cluster the
+    controller's own cluster."""
 
     secret = "target-kubeconfig"
 
@@ -306,6 +307,25 @@ class ClusterKubeconfigNotReady(ClusterNotReady):
 
     def __repr__(self) -> str:
         return f"{super().__repr__()}-{self.form}"
+
+
+#: A kubeconfig whose API server cannot be reached: nothing listens on port 1 of the loopback,
+#: wherever the controller runs, so the connection is refused at once.
+UNREACHABLE_KUBECONFIG = json.dumps(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "gone",
+                "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
+            }
+        ],
+        "users": [{"name": "suite", "user": {"token": "unused"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "suite"}}],
+        "current-context": "gone",
+    }
+)
 
 
 class DeployFailed(Transient):
@@ -409,6 +429,7 @@ TRANSIENT = [
     ClusterKubeconfigNotReady("kubeconfig-Secret-missing", None),
     ClusterKubeconfigNotReady("kubeconfig-key-missing", {"config": "apiVersion: v1"}),
     ClusterKubeconfigNotReady("kubeconfig-invalid", {"kubeconfig": "not a kubeconfig"}),
+    ClusterKubeconfigNotReady("api-server-unreachable", {"kubeconfig": UNREACHABLE_KUBECONFIG}),
     DeployFailed(),
     PruneFailed(),
     ManualSourceNotReady(),
