@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from convoy import api, apply, controller, policy, reconciler, render, synctime, triggers
+from convoy import api, apply, controller, policy, reconciler, render, rollout, synctime, triggers
 from convoy.api import Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
@@ -373,3 +373,59 @@ def manual_mode_rolls_back() -> None:
             original(self, release, target, result, failure)
         finally:
             result.policy = read
+
+
+@mutant("in-sync-with-any-remembered-render", "MAN-2.different")
+def in_sync_with_any_remembered_render() -> None:
+    """Manual mode asks the controller's memory of applied renders whether the current render
+    was applied, besides lastSuccessful.renderRef: a render changed back to one applied earlier
+    (A, then B by a /sync, then A again) reports in sync instead of WaitingForSync."""
+    reconciling = threading.local()
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        key = key_of(release)
+        reconciling.applied = lambda ref: self._renders.get(key, ref) is not None
+        try:
+            return original(self, release, result, requests, forced)
+        finally:
+            reconciling.applied = None
+
+    @wrap(reconciler, "manual_without_request")
+    def manual(original, status: Obj, ref: str):
+        outcome = original(status, ref)
+        applied = getattr(reconciling, "applied", None)
+        if outcome.reason is Reason.WAITING_FOR_SYNC and applied is not None and applied(ref):
+            return reconciler.Outcome(
+                True,
+                Reason.APPLIED,
+                f"Release is in sync with render {ref}; apply waits for /sync",
+            )
+        return outcome
+
+
+class _SpecEdit(policy.Requests):
+    """The requests of a reconcile that takes a spec edit for a /sync."""
+
+    @property
+    def sync_pending(self) -> bool:
+        return True
+
+
+@mutant("halted-render-not-reapplied", "AUTO-1.unchanged")
+def halted_render_not_reapplied() -> None:
+    """Automatic mode leaves the render of a Failed (Halt) rollout as applied ("the objects stay
+    as applied"): while the current render is that rollout's, its reconciles skip the dry run,
+    the hooks and the apply, and report Applied."""
+
+    @wrap(reconciler.Reconciler, "_apply_with_hooks")
+    def apply_with_hooks(original, self, release: Obj, result, target, current, forced, *rest):
+        found = result.status.get("rollout") or {}
+        automatic = result.policy is not None and result.policy.automatic
+        halted = (
+            found.get("phase") == rollout.Phase.FAILED and found.get("renderRef") == current.ref
+        )
+        if automatic and halted and not forced:
+            result.notes.append("halted: left as applied")
+            return None
+        return original(self, release, result, target, current, forced, *rest)

@@ -415,3 +415,24 @@ def zero_interval_means_1s() -> None:
         spec = (release.get("spec") or {}).get("syncPolicy") or {}
         zero = "interval" in spec and not read.interval
         return _with_interval(read, 1.0) if zero else read
+
+
+@mutant("health-timeout-polls-without-an-interval", "INT-3.unset")
+def health_timeout_polls_without_an_interval() -> None:
+    """Without an interval, a Release with a failurePolicy is reconciled every healthTimeout:
+    the author, thinking nothing else would notice a rollout's timeout there, schedules the
+    timeout check at every reconcile of such a Release, not only while a rollout is
+    Progressing (with an interval, "the periodic reconcile notices it")."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj) -> reconciler.Result:
+        result = original(self, release)
+        if result.policy is None or result.policy.interval > 0:
+            return result
+        try:
+            failure = policy.FailurePolicy.of(release)
+        except policy.SpecError:
+            return result
+        if failure is not None:
+            result.recheck(failure.health_timeout)
+        return result

@@ -762,3 +762,35 @@ def hook_batch_complete_when_one_is_healthy() -> None:
 def no_sync_for_a_hook_batch() -> None:
     """A completed hook batch sends no /sync."""
     observer.Observer._check_hooks = lambda self, key, release, target: None
+
+
+@mutant("pending-compared-by-time-of-day", "SYNC-3.absolute-time")
+def pending_compared_by_time_of_day() -> None:
+    """The to-the-second comparison drops the fraction by comparing the UTC clock readings,
+    datetime.time() without microseconds, which drops the date too: a request made on a later
+    day at an earlier time of day than lastHandledSyncAt is not pending."""
+
+    def pending(self) -> bool:
+        if self.sync_at is None:
+            return False
+        if self.last_handled_sync is None:
+            return True
+        requested = self.sync_at.time().replace(microsecond=0)
+        return requested > self.last_handled_sync.time().replace(microsecond=0)
+
+    policy.Requests.sync_pending = property(pending)
+
+
+@mutant("automatic-clears-last-handled", "SYNC-7.not-written")
+def automatic_clears_last_handled() -> None:
+    """Automatic mode removes status.lastHandledSyncAt, a field only manual mode uses, so that
+    a Release switched from manual to automatic shows no stale handled time (and, switched back,
+    takes its last /sync for pending again)."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        result = original(self, release)
+        automatic = result.policy is not None and result.policy.automatic
+        if automatic and result.status.get("lastHandledSyncAt") is not None:
+            result.status["lastHandledSyncAt"] = None  # a merge patch with null removes it
+        return result

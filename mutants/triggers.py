@@ -446,3 +446,20 @@ def mutations_read_at_a_request_only() -> None:
             annotations[Annotation.MUTATIONS] = mutations
         metadata = {**release["metadata"], "annotations": annotations}
         return original(self, {**release, "metadata": metadata})
+
+
+@mutant("stale-observed-generation-triggers", "TRIG-8.any-writer")
+def stale_observed_generation_triggers() -> None:
+    """Besides a change of the generation, any update of a Release whose
+    status.observedGeneration differs from metadata.generation starts a reconcile: the author
+    took "the spec is not observed yet" for the generation predicate, so a status write by
+    another writer that drops or lowers observedGeneration reconciles the Release."""
+
+    @wrap(controller, "release_trigger")
+    def trigger(original, event):
+        found = original(event)
+        if found or event.type != EventType.MODIFIED or event.old is None:
+            return found
+        new = event.new
+        observed = (new.get("status") or {}).get("observedGeneration")
+        return "generation-not-observed" if observed != new["metadata"].get("generation") else None

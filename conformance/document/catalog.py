@@ -259,8 +259,9 @@ RULES: tuple[Rule, ...] = (
         ),
         (
             "absolute-time",
-            "Times compare as instants: an annotation with a UTC offset is later "
-            "or earlier by the instant it names, not by its digits.",
+            "Times compare as instants: an annotation with a UTC offset, or on another "
+            "date, is later or earlier by the instant it names, not by its digits or its "
+            "time of day.",
         ),
         (
             "per-release",
@@ -345,7 +346,11 @@ RULES: tuple[Rule, ...] = (
             "not-read",
             "A /sync no later than lastHandledSyncAt still starts a reconcile that applies.",
         ),
-        ("not-written", "Applies in automatic mode leave lastHandledSyncAt unset."),
+        (
+            "not-written",
+            "Applies in automatic mode leave lastHandledSyncAt as it was: unset, or what "
+            "manual mode handled.",
+        ),
         (
             "each-request",
             "Each /sync starts a reconcile, a second one in the same second too (each POST "
@@ -684,7 +689,11 @@ RULES: tuple[Rule, ...] = (
         INTERVAL,
         "With interval unset or 0 there is no periodic reconcile; only the informer resync and "
         "events start one.",
-        ("unset", "Interval unset: no periodic reconcile."),
+        (
+            "unset",
+            "Interval unset: no periodic reconcile, also where a rollout's timeout check was "
+            "scheduled once.",
+        ),
         ("zero", 'Interval 0 ("0s", "0"): no periodic reconcile.'),
         ("changed-to-zero", "An interval changed to 0 stops the periodic reconcile."),
     ),

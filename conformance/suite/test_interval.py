@@ -21,6 +21,7 @@ from conformance.observe import widgets
 from conformance.observe.releases import (
     POLL,
     App,
+    Obj,
     Releases,
     applied_automatic_app,
     not_by_suite,
@@ -303,6 +304,44 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
 
 def first_attempt(app: App, since: float, timeout: float) -> Attempt:
     return app.wait_attempts(since=since, timeout=timeout)[0]
+
+
+#: The phases a rollout ends in: its render Healthy in time, or not.
+ENDED = ("Succeeded", "Failed")
+
+
+@pytest.mark.clause("INT-3.unset")
+def test_a_rollouts_timeout_check_is_one_reconcile_not_a_period(
+    releases: Releases, timing: Timing, resync_clock: ResyncClock
+) -> None:
+    """Interval unset, a failurePolicy with a healthTimeout of 1s: the rollout ends, and its
+    timeout check (the API reference: one reconcile at startedAt + healthTimeout) comes and
+    goes. After them nothing reconciles the Release, every healthTimeout or otherwise."""
+    timeout, quiet = 1.0, timing.quiet
+    resync_clock.quiet_slot(timing.reconcile + timing.settle + quiet)
+    created = releases.recorder.mark()
+    app = releases.app(
+        "web", sync_policy={"automatic": True}, failurePolicy={"healthTimeout": f"{timeout:g}s"}
+    )
+    app.wait_applied("True", "Applied")
+    latency = app.reconcile_time(created)
+    started = app.attempts(dry_run=False)[0].at
+    app.wait_for(lambda r: rollout_phase(r) in ENDED, "the rollout's end")
+    app.settle()  # the observer's /sync at the new Healthy render is done
+    # A named quiet period, from the latest moment the timeout check may come.
+    now = releases.recorder.mark()
+    since = max(now, started + timeout + timing.slack(timeout, latency))
+    seen = app.quiet(since - now + quiet, since=since)
+    assert seen == [], (
+        f"INT-3.unset: reconciled in the {quiet:g} s after the rollout's end and its timeout "
+        f"check, with no interval (healthTimeout {timeout:g}s); expected no reconcile: "
+        f"{'; '.join(attempt.describe() for attempt in seen)}"
+    )
+    print(f"no reconcile for {quiet:g} s, from {since - started:.2f} s after the first apply")
+
+
+def rollout_phase(release: Obj) -> str | None:
+    return ((release.get("status") or {}).get("rollout") or {}).get("phase")
 
 
 @pytest.mark.clause("INT-3.unset", "INT-3.zero")

@@ -18,6 +18,7 @@ from conformance.observe.releases import (
     present_condition,
 )
 from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import WitnessTimeout
 from conformance.timing import Timing
 from convoyapi import MUTATIONS
 
@@ -91,6 +92,35 @@ def test_automatic_mode_applies_at_each_reconcile_also_when_nothing_changed(
         first = app.wait_attempts(since=since + 1e-6)[-1]
         print(f"apply attempt {first.at - since:.3f} s after the previous one")
     assert app.rendered_object()["metadata"]["resourceVersion"] == unchanged
+
+
+@pytest.mark.clause("AUTO-1.unchanged")
+def test_automatic_mode_keeps_applying_a_render_whose_rollout_failed(
+    releases: Releases, timing: Timing
+) -> None:
+    """failurePolicy Halt: v1's Widget never reports, its rollout times out and ends Failed.
+    A Failed render is not held (the API reference): each reconcile still applies it, and so
+    restores the drift the target has."""
+    timeout = 2.0
+    app = releases.app(
+        "web",
+        sync_policy=AUTOMATIC,
+        extra=[widgets.widget("worker")],
+        failurePolicy={"action": "Halt", "healthTimeout": f"{timeout:g}s"},
+    )
+    app.wait_applied("True", "Applied")
+    app.wait_rollout("Failed", timeout=timeout + timing.slack(timeout) + timing.reconcile)
+    app.drift()
+    since = app.releases.recorder.mark()
+    app.request_sync()  # a reconcile of the Failed render, nothing else changed
+    try:
+        app.wait_attempts(since=since)
+    except WitnessTimeout as missing:
+        raise AssertionError(
+            f"AUTO-1.unchanged: a reconcile of a render whose rollout failed (Halt) applied "
+            f"nothing; expected an apply; {missing}"
+        ) from None
+    app.wait_content("v1")
 
 
 @pytest.mark.clause("AUTO-1.unchanged")
@@ -184,6 +214,22 @@ def test_manual_mode_with_a_new_render_waits_for_sync_and_applies_nothing(
     app.wait_applied("False", "WaitingForSync")
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.rendered_object()["data"] == {"content": "v1"}
+
+
+@pytest.mark.clause("MAN-2.different")
+def test_manual_mode_waits_for_sync_when_the_render_returns_to_an_earlier_applied_one(
+    releases: Releases, timing: Timing
+) -> None:
+    """Only status.lastSuccessful.renderRef is in sync: v1 applied, then v2 at a request,
+    then the source back at v1, a render applied once but not the last successful one."""
+    app = applied_periodic_manual_app(releases)
+    app.set_content("v2")
+    app.request_sync(at=app.next_pending_time())
+    app.wait_content("v2")
+    app.set_content("v1")
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    assert app.rendered_object()["data"] == {"content": "v2"}
 
 
 @pytest.mark.clause("MAN-3.no-rollback")

@@ -239,6 +239,28 @@ def test_request_times_compare_as_instants_whatever_their_utc_offset(
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
 
 
+@pytest.mark.clause("SYNC-3.absolute-time", "SYNC-3.not-later")
+def test_a_request_on_another_date_compares_by_its_date_too(
+    releases: Releases, timing: Timing
+) -> None:
+    """The time of day alone does not decide: a request a day after the last handled one but
+    an hour earlier in the day is pending; one a day before it but an hour later is not."""
+    app = synced_manual_app(releases, sync_policy=PERIODIC)
+    handled = last_handled(app)
+    app.set_content("v2")
+    earlier_date = handled - timedelta(days=1) + timedelta(hours=1)
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(earlier_date)})
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    assert app.rendered_object()["data"] == {"content": "v1"}, (
+        f"SYNC-3.not-later: a request of {earlier_date} was applied after one of {handled}"
+    )
+    later_date = handled + timedelta(days=1) - timedelta(hours=1)
+    app.annotate({SYNC_REQUESTED_AT: rfc3339(later_date)})
+    app.wait_content("v2")
+    wait_handled(app, later_date)
+
+
 #: The same instant as RFC 3339 allows it to be written (with the time to write).
 FORMS = {
     "no-fraction": lambda at: at.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -527,6 +549,25 @@ def test_automatic_mode_does_not_write_last_handled_sync_at(releases: Releases) 
     app.wait_attempts(since=since)
     app.settle()  # the reconciles are done, their status written
     assert "lastHandledSyncAt" not in (settled := app.settled_status()), settled
+
+
+@pytest.mark.clause("SYNC-7.not-written")
+def test_automatic_mode_leaves_the_last_handled_sync_at_of_manual_mode_as_it_is(
+    releases: Releases,
+) -> None:
+    """A Release applied at a request in manual mode, then switched to automatic: its
+    reconciles neither clear nor rewrite lastHandledSyncAt."""
+    app = synced_manual_app(releases)
+    handled = app.settled_status()["lastHandledSyncAt"]
+    app.patch({"spec": {"syncPolicy": {"automatic": True}}})
+    since = app.releases.recorder.mark()
+    app.request_sync()
+    app.wait_attempts(since=since)
+    app.settle()
+    kept = app.settled_status().get("lastHandledSyncAt")
+    assert kept == handled, (
+        f"SYNC-7.not-written: automatic mode changed lastHandledSyncAt from {handled} to {kept}"
+    )
 
 
 @pytest.mark.clause("SYNC-3.later")

@@ -126,12 +126,8 @@ def test_labels_and_other_annotations_change_no_generation_and_start_no_reconcil
     assert app.get()["metadata"]["generation"] == before
 
 
-@pytest.mark.clause("TRIG-8.any-writer")
-def test_a_status_write_changes_no_generation_and_starts_no_reconcile(
-    releases: Releases, resync_clock: ResyncClock, timing: Timing
-) -> None:
-    app = applied_automatic_app(releases)
-    before = app.get()["metadata"]["generation"]
+def add_a_condition(app: App) -> Obj:
+    """A condition of another client's, beside the controller's."""
     foreign = {
         "type": "ExampleCheck",
         "status": "True",
@@ -139,12 +135,34 @@ def test_a_status_write_changes_no_generation_and_starts_no_reconcile(
         "message": "",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
-    conditions = [*app.settled_status()["conditions"], foreign]
+    return {"conditions": [*app.settled_status()["conditions"], foreign]}
+
+
+def set_back_the_observed_generation(app: App) -> Obj:
+    """status.observedGeneration behind metadata.generation, as a stale client writes it."""
+    return {"observedGeneration": app.get()["metadata"]["generation"] - 1}
+
+
+#: What another client's status write changes.
+STATUS_WRITES = {
+    "a-condition": add_a_condition,
+    "observedGeneration": set_back_the_observed_generation,
+}
+
+
+@pytest.mark.clause("TRIG-8.any-writer")
+@pytest.mark.parametrize("write", sorted(STATUS_WRITES))
+def test_a_status_write_changes_no_generation_and_starts_no_reconcile(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, write: str
+) -> None:
+    app = applied_automatic_app(releases)
+    before = app.get()["metadata"]["generation"]
+    body = STATUS_WRITES[write](app)
 
     def write_status() -> None:
-        app.patch({"status": {"conditions": conditions}}, subresource="status")
+        app.patch({"status": body}, subresource="status")
 
-    assert_no_reconcile(app, resync_clock, timing, write_status, "a status write")
+    assert_no_reconcile(app, resync_clock, timing, write_status, f"a status write of {write}")
     assert app.get()["metadata"]["generation"] == before
 
 
