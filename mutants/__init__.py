@@ -27,6 +27,7 @@ MODULES = (
     "plugin",
     "variants",
     "shapes",
+    "habits",
 )
 
 
