@@ -64,7 +64,11 @@ def status_server_side_apply() -> None:
             )
 
 
-@variant("status-patch-of-changes")
+# Not in the combined variant yet: each passed the suite alone, but CI's kill run of the
+# combined variant with the three of them failed 12 tests (Releases with no Applied condition;
+# by the look of it, this patch of changes composed with status-in-two-patches' writes). They
+# join once the combined variant passes with them.
+@variant("status-patch-of-changes", joins_combined=False)
 def status_patch_of_changes() -> None:
     """The status merge patch carries only the status fields the reconcile changed (each
     changed field whole: a condition list, lastSuccessful), as controller-runtime's
@@ -139,7 +143,8 @@ def client_go_metadata(release: Obj, moment_ns: int) -> Obj:
     return {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]}
 
 
-@variant("event-broadcaster")
+# Not in the combined variant yet: see status-patch-of-changes.
+@variant("event-broadcaster", joins_combined=False)
 def event_broadcaster() -> None:
     """Events are sent as client-go's EventBroadcaster sends them: the reconcile queues the
     Event (the same reason, message, type and timestamps, decided when the Applied condition
@@ -241,7 +246,8 @@ def result_label(result: Result, requeue: str) -> str:
     return "success"
 
 
-@variant("controller-runtime-metrics")
+# Not in the combined variant yet: see status-patch-of-changes.
+@variant("controller-runtime-metrics", joins_combined=False)
 def controller_runtime_metrics() -> None:
     """/metrics also serves controller-runtime's reconcile series (reconcile_total by result,
     reconcile_errors_total, the reconcile_time_seconds histogram, active_workers,
