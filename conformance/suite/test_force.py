@@ -6,7 +6,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,7 @@ from conformance.harness.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     App,
+    Obj,
     Releases,
     applied_automatic_app,
     applied_manual_app,
@@ -30,7 +30,6 @@ from conformance.timing import Timing
 from convoyapi import LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
-Obj = dict[str, Any]
 
 
 def request_forced_sync(app: App) -> datetime:
