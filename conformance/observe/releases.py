@@ -417,7 +417,7 @@ class App:
     def wait_rollout(self, phase: str, timeout: float | None = None) -> Obj:
         """Wait until status.rollout is in `phase`; return the rollout."""
         release = self.wait_for(
-            lambda r: ((r.get("status") or {}).get("rollout") or {}).get("phase") == phase,
+            lambda r: rollout_phase(r) == phase,
             f"rollout phase {phase}",
             timeout,
         )
@@ -641,6 +641,10 @@ def documented(status: Obj) -> Obj:
         "lastHandledForceSyncAt": status.get("lastHandledForceSyncAt"),
         "rollout": status.get("rollout"),
     }
+
+
+def rollout_phase(release: Obj) -> str | None:
+    return ((release.get("status") or {}).get("rollout") or {}).get("phase")
 
 
 def applied_is(release: Obj, status: str, reason: str) -> bool:

@@ -21,11 +21,11 @@ from conformance.observe import widgets
 from conformance.observe.releases import (
     POLL,
     App,
-    Obj,
     Releases,
     applied_automatic_app,
     not_by_suite,
     parse_time,
+    rollout_phase,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt
@@ -162,10 +162,7 @@ def test_a_release_whose_rollout_is_in_progress_is_applied_every_interval_too(
         extra=[widgets.widget("worker")],
     )
     latency = creation_time(app, start)
-    app.wait_for(
-        lambda r: (r.get("status") or {}).get("rollout", {}).get("phase") == "Progressing",
-        "a Progressing rollout",
-    )
+    app.wait_for(lambda r: rollout_phase(r) == "Progressing", "a Progressing rollout")
     wrong = periods_off_for(app, written, start, latency, timing, resync_clock)
     assert not wrong, "INT-1.rolling-out: " + "; ".join(wrong)
 
@@ -338,10 +335,6 @@ def test_a_rollouts_timeout_check_is_one_reconcile_not_a_period(
         f"{'; '.join(attempt.describe() for attempt in seen)}"
     )
     print(f"no reconcile for {quiet:g} s, from {since - started:.2f} s after the first apply")
-
-
-def rollout_phase(release: Obj) -> str | None:
-    return ((release.get("status") or {}).get("rollout") or {}).get("phase")
 
 
 @pytest.mark.clause("INT-3.unset", "INT-3.zero")
