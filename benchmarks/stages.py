@@ -5,9 +5,11 @@ whether the run passed or failed (so that every CI log says it).
     python3 -P benchmarks/stages.py run FILE NAME -- COMMAND [ARG ...]
     python3 -P benchmarks/stages.py table FILE
 
-`run` runs COMMAND, records its wall time and exit status in FILE, and exits with its status.
-A `run` inside another (a stage's own stages) is recorded indented under it. The standard
-library only: the first stage is the one that makes the project's venv.
+`run` runs COMMAND, records its wall time, how busy the machine's cores were meanwhile (all
+processes, from /proc/stat: what tells a stage that waits from one that computes, and so which
+stages could run side by side) and its exit status in FILE, and exits with its status. A `run`
+inside another (a stage's own stages) is recorded indented under it. The standard library only:
+the first stage is the one that makes the project's venv.
 """
 
 from __future__ import annotations
@@ -23,6 +25,22 @@ from pathlib import Path
 DEPTH = "CONVOY_STAGE_DEPTH"
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores since boot; None where there is no /proc/stat."""
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().split()[1:9]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_between(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 2)
+
+
 def begin(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")
@@ -34,9 +52,10 @@ def run(path: Path, name: str, argv: list[str]) -> int:
     record = {"name": name, "depth": depth, "started": time.time()}
     with path.open("a") as stages:  # the row first: nested stages come after their parent
         stages.write(json.dumps(record) + "\n")
-    started = time.monotonic()
+    started, cpu = time.monotonic(), cpu_times()
     status = subprocess.run(argv, env={**os.environ, DEPTH: str(depth + 1)}).returncode
-    finished = {**record, "seconds": round(time.monotonic() - started), "status": status}
+    seconds, busy = round(time.monotonic() - started), busy_between(cpu, cpu_times())
+    finished = {**record, "seconds": seconds, "coresBusy": busy, "status": status}
     with path.open("a") as stages:
         stages.write(json.dumps(finished) + "\n")
     return status
@@ -52,14 +71,16 @@ def rows(path: Path) -> list[dict]:
 
 
 def table(path: Path) -> str:
-    lines = [f"{'stage':<56} {'wall':>9}  result"]
+    lines = [f"{'stage':<56} {'wall':>9}  {'cores busy':>10}  result"]
     for row in rows(path):
         name = "  " * row["depth"] + row["name"]
         if "seconds" not in row:
             lines.append(f"{name:<56} {'-':>9}  did not finish")
             continue
         result = "ok" if row["status"] == 0 else f"FAILED ({row['status']})"
-        lines.append(f"{name:<56} {clock(row['seconds'])}  {result}")
+        busy = row.get("coresBusy")
+        cores = "-" if busy is None else f"{busy:.0%}"
+        lines.append(f"{name:<56} {clock(row['seconds'])}  {cores:>10}  {result}")
     total = sum(row.get("seconds", 0) for row in rows(path) if row["depth"] == 0)
     lines.append(f"{'total':<56} {clock(total)}")
     return "\n".join(lines)

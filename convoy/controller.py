@@ -204,8 +204,12 @@ class Controller:
         return "\n".join(lines) + "\n"
 
     def _write_status(self, release: Obj, status: Obj) -> None:
-        if status == (release.get("status") or {}):
-            return
+        """Store the reconcile's `status` of the Release it read, unless nothing changed."""
+        if status != (release.get("status") or {}):
+            self._send_status(release, status)
+
+    def _send_status(self, release: Obj, status: Obj) -> None:
+        """How a status reaches the API server: a merge patch of all of it."""
         meta = release["metadata"]
         with contextlib.suppress(dynamic.exceptions.NotFoundError):  # deleted meanwhile
             self._releases.status.patch(

@@ -29,11 +29,11 @@ Obj = dict[str, Any]
 STATUS_MANAGER = "convoy-status"
 
 
-# Not in the combined variant: the combined one writes its status by a merge patch of the
-# changed fields (status-patch-of-changes below), and an apply of the whole status and a merge
-# patch of a part of it are two answers to the same question, so one controller makes one of
-# them; beside reconciling-condition's merge patch (a condition of another manager, which an
-# apply leaves in place by design) the combined one would also keep a stale Reconciling=True.
+# Not in the combined variant: the combined one sends its status as a merge patch of the
+# changed fields (status-patch-of-changes below); an apply of the whole status and a merge patch
+# of a part of it are two answers to the same question, so one controller makes one of them.
+# Beside reconciling-condition's merge patch (a condition of another manager, which an apply
+# leaves in place by design) the combined one would also keep a stale Reconciling=True.
 @variant("status-server-side-apply", joins_combined=False)
 def status_server_side_apply() -> None:
     """The status is written by a server-side apply of the status subresource (field manager
@@ -42,10 +42,8 @@ def status_server_side_apply() -> None:
     does: the whole status the reconcile computed is applied, and still only when it differs
     from the status the reconcile read."""
 
-    @wrap(controller.Controller, "_write_status")
-    def write_status(original, self, release: Obj, status: Obj) -> None:
-        if status == (release.get("status") or {}):
-            return
+    @wrap(controller.Controller, "_send_status")
+    def send_status(original, self, release: Obj, status: Obj) -> None:
         meta = release["metadata"]
         body = {
             "apiVersion": api.API_VERSION,
@@ -64,11 +62,10 @@ def status_server_side_apply() -> None:
             )
 
 
-# Not in the combined variant yet: each passed the suite alone, but CI's kill run of the
-# combined variant with the three of them failed 12 tests (Releases with no Applied condition;
-# by the look of it, this patch of changes composed with status-in-two-patches' writes). They
-# join once the combined variant passes with them.
-@variant("status-patch-of-changes", joins_combined=False)
+# It changes how a status is sent (Controller._send_status), under the variants that change
+# what a reconcile writes and in how many writes (mutants/shapes.py): each of their writes is a
+# whole status, of which this sends the part that differs from the Release that write follows.
+@variant("status-patch-of-changes")
 def status_patch_of_changes() -> None:
     """The status merge patch carries only the status fields the reconcile changed (each
     changed field whole: a condition list, lastSuccessful), as controller-runtime's
@@ -76,8 +73,8 @@ def status_patch_of_changes() -> None:
     start of the reconcile; a field left as it was read is not sent, and a reconcile that
     changed nothing sends nothing."""
 
-    @wrap(controller.Controller, "_write_status")
-    def write_status(original, self, release: Obj, status: Obj) -> None:
+    @wrap(controller.Controller, "_send_status")
+    def send_status(original, self, release: Obj, status: Obj) -> None:
         before = release.get("status") or {}
         changes = {
             key: value for key, value in status.items() if key not in before or before[key] != value
@@ -143,8 +140,7 @@ def client_go_metadata(release: Obj, moment_ns: int) -> Obj:
     return {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]}
 
 
-# Not in the combined variant yet: see status-patch-of-changes.
-@variant("event-broadcaster", joins_combined=False)
+@variant("event-broadcaster")
 def event_broadcaster() -> None:
     """Events are sent as client-go's EventBroadcaster sends them: the reconcile queues the
     Event (the same reason, message, type and timestamps, decided when the Applied condition
@@ -246,8 +242,7 @@ def result_label(result: Result, requeue: str) -> str:
     return "success"
 
 
-# Not in the combined variant yet: see status-patch-of-changes.
-@variant("controller-runtime-metrics", joins_combined=False)
+@variant("controller-runtime-metrics")
 def controller_runtime_metrics() -> None:
     """/metrics also serves controller-runtime's reconcile series (reconcile_total by result,
     reconcile_errors_total, the reconcile_time_seconds histogram, active_workers,
