@@ -7,9 +7,12 @@ seconds and CPU seconds, how busy its pool was (pytest-seconds / (wall x runs at
 its cores (CPU seconds / (wall x cores): near 1, more runs at a time cannot make it faster);
 then the seconds of a mutant's run and the longest runs; and writes the figures as JSON.
 
-    .venv/bin/python benchmarks/kill_run_time.py WORKDIR [--out FILE]
+    .venv/bin/python benchmarks/kill_run_time.py WORKDIR [--out FILE] [--record]
 
-WORKDIR is a kill run's --workdir (`convoy-conformance mutants --run --workdir=WORKDIR`).
+WORKDIR is a kill run's --workdir (`convoy-conformance mutants --run --workdir=WORKDIR`). With
+--record, each mutant's seconds in that run go into mutants/durations.json, by which the next
+kill runs start the longest first (record from a run of every mutant on their clauses' tests:
+`make test-kill`'s, or `convoy-conformance mutants --run` without --tests).
 """
 
 from __future__ import annotations
@@ -19,15 +22,20 @@ import json
 from pathlib import Path
 
 from conformance.kill_run import breakdown, describe
+from mutants import DURATIONS, durations
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
     parser.add_argument("--out", type=Path, default=Path("reports/kill-run-time.json"))
+    parser.add_argument("--record", action="store_true", help="into " + str(DURATIONS))
     args = parser.parse_args()
+    matrix = json.loads((args.workdir / "matrix.json").read_text())
+    if args.record:
+        record(matrix)
     try:
-        figures = breakdown(json.loads((args.workdir / "matrix.json").read_text()))
+        figures = breakdown(matrix)
     except KeyError as missing:
         raise SystemExit(
             f"this matrix.json has no {missing} (a kill run older than its accounting): "
@@ -41,6 +49,17 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(figures, indent=2))
     return 0
+
+
+def record(matrix: dict) -> None:
+    """Each mutant's seconds in `matrix`, over what was recorded before (a mutant this run did
+    not run keeps its figure)."""
+    seconds = {
+        **durations(),
+        **{run["name"]: round(run["seconds"], 1) for run in matrix["mutants"]},
+    }
+    DURATIONS.write_text(json.dumps(dict(sorted(seconds.items())), indent=1) + "\n")
+    print(f"recorded {len(matrix['mutants'])} mutants' seconds in {DURATIONS}")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def _rules(args: argparse.Namespace) -> int:
 
 
 def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
-    from mutants import load  # the mutants are reference-controller code: load only here
+    # the mutants are reference-controller code: load only here
+    from mutants import durations, load
 
     chosen = [m for m in load().values() if not args.only or m.name in args.only]
     if not args.run:
@@ -118,6 +119,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         progress,
         args.tests,
         _lane_binaries(extra) if args.reuse_control_planes else None,
+        durations(),
     )
     baseline, outcomes = run.baseline, run.others
     wrong = [o for o in (baseline, *outcomes) if not o.as_expected]

@@ -243,18 +243,29 @@ class Job:
         return must_pass(self.mutant)
 
 
+def longest_first(mutants: list[Mutant], seconds: dict[str, float]) -> list[Mutant]:
+    """`mutants` by their recorded `seconds`, the longest first, so that the pool's last runs
+    are short ones and its runs at a time stay busy to the end; one not recorded (new since)
+    counts as the median run."""
+    known = sorted(seconds[m.name] for m in mutants if m.name in seconds)
+    median = known[len(known) // 2] if known else 0.0
+    return sorted(mutants, key=lambda m: -seconds.get(m.name, median))
+
+
 def jobs(
     mutants: list[Mutant],
     suite_dir: Path,
     tests_by_clause: dict[str, list[str]],
     workers: int,
     tests: list[str] | None = None,
+    recorded: dict[str, float] | None = None,
 ) -> list[Job]:
     """The baseline and each benign variant run the whole suite and must pass it (the baseline
     and the combined variant every shard of the model-based run, a variant alone one of them);
     a mutant runs the tests of its clauses and stops at the first failure (a kill). With
     `tests`, every run runs those instead (the kill table of one part, the model-based run
-    say). Longest first, so that the runs at a time stay busy to the end."""
+    say). The runs that must pass first, the whole suite each; then the mutants by their
+    `recorded` seconds, the longest first."""
     whole = ["-n", str(workers)]
     everything = tests or [str(suite_dir)]
     found = [Job(BASELINE, everything, None, whole)]
@@ -265,7 +276,7 @@ def jobs(
         for n, m in enumerate(alone)
     ]
     chosen = [m for m in mutants if not m.benign]
-    for mutant in sorted(chosen, key=lambda m: m.phase is None):
+    for mutant in longest_first(chosen, recorded or {}):
         selected = tests or selection(mutant.clauses, tests_by_clause)
         found.append(Job(mutant.name, selected, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
     return found
@@ -281,16 +292,18 @@ def run(
     progress: Callable[[Outcome], None],
     tests: list[str] | None = None,
     lane_binaries: Binaries | None = None,
+    recorded: dict[str, float] | None = None,
 ) -> KillRun:
     """Run the baseline (the whole suite on the reference controller), every variant and every
     mutant, `parallel` mutant runs at a time; with `lane_binaries` (a local kill run), the
-    mutant runs reuse `parallel` control planes of those binaries (conformance.lanes).
+    mutant runs reuse `parallel` control planes of those binaries (conformance.lanes); the
+    mutants by their `recorded` seconds, the longest first.
 
     The mutants start when the runs that must pass have ended: their control planes' starts
     would load the machine under those runs' timing tests."""
     with contextlib.redirect_stdout(io.StringIO()):
         tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
-    everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests)
+    everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests, recorded)
     outcomes: list[Outcome] = []
     phases: list[Phase] = []
     for phase, batch, width in (

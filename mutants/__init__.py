@@ -13,8 +13,10 @@ conformance tests must fail.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 #: The modules that register them, one per section of the document, and the variants.
 MODULES = (
@@ -109,6 +111,18 @@ def load() -> dict[str, Mutant]:
     for module in MODULES:
         importlib.import_module(f"mutants.{module}")
     return REGISTRY
+
+
+#: Each mutant's wall seconds in a kill run that recorded them (benchmarks/kill_run_time.py
+#: --record): the kill run starts the longest first, so that its last runs are short ones.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def durations() -> dict[str, float]:
+    """The recorded seconds of each mutant's run; none when nothing was recorded."""
+    if not DURATIONS.exists():
+        return {}
+    return {name: float(seconds) for name, seconds in json.loads(DURATIONS.read_text()).items()}
 
 
 def parts_of_combined() -> list[Mutant]:

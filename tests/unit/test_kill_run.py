@@ -75,6 +75,24 @@ def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> No
     assert set(map(tuple, given.values())) == {(model_run,)}
 
 
+def test_the_mutants_run_after_the_runs_that_must_pass_the_longest_recorded_first() -> None:
+    """A mutant not recorded (new since) counts as the median run: neither first nor last."""
+    loaded = load()
+    recorded = {"sub-second-comparison": 12.0, "pending-a-second-too-late": 20.0}
+    recorded |= {"compared-to-the-minute": 45.0, "not-a-mutant-any-more": 99.0}
+    names = [*recorded.keys() - {"not-a-mutant-any-more"}, "resync-ignored", "one-worker"]
+    chosen = [loaded[name] for name in sorted(names)]
+    found = [j.name for j in jobs(chosen, Path("suite"), {}, 2, ["suite/t.py"], recorded)]
+    assert found == [
+        "baseline",
+        "one-worker",
+        "compared-to-the-minute",
+        "pending-a-second-too-late",
+        "resync-ignored",
+        "sub-second-comparison",
+    ]
+
+
 def test_each_benign_variant_alone_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
     """The baseline and the combined variant run every shard; the variants alone share them
     out, all of them."""
