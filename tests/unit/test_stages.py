@@ -3,6 +3,7 @@ for stages that passed, failed or did not finish."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,10 @@ SCRIPT = Path(stages.__file__)
 
 
 def stage(record: Path, name: str, *command: str) -> int:
+    """A top stage, also when these tests run inside `make test`'s own stages."""
     argv = [sys.executable, "-P", str(SCRIPT), "run", str(record), name, "--", *command]
-    return subprocess.run(argv, check=False).returncode
+    top = {key: value for key, value in os.environ.items() if key != stages.DEPTH}
+    return subprocess.run(argv, env=top, check=False).returncode
 
 
 def test_the_table_names_each_stage_with_its_wall_time_cores_and_result(tmp_path: Path) -> None:
