@@ -10,9 +10,10 @@ then the seconds of a mutant's run and the longest runs; and writes the figures 
     .venv/bin/python benchmarks/kill_run_time.py WORKDIR [--out FILE] [--record]
 
 WORKDIR is a kill run's --workdir (`convoy-conformance mutants --run --workdir=WORKDIR`). With
---record, each mutant's seconds in that run go into mutants/durations.json, by which the next
-kill runs start the longest first (record from a run of every mutant on their clauses' tests:
-`make test-kill`'s, or `convoy-conformance mutants --run` without --tests).
+--record, each mutant's seconds in that run and the test that killed it go into
+mutants/kill_record.json: the next kill runs start the longest first, each with its last
+killer first (record from a run of every mutant on its clauses' tests: `make test-kill`'s, or
+`convoy-conformance mutants --run` without --tests).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import json
 from pathlib import Path
 
 from conformance.kill_run import breakdown, describe
-from mutants import DURATIONS, durations
+from mutants import KILL_RECORD
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", type=Path)
     parser.add_argument("--out", type=Path, default=Path("reports/kill-run-time.json"))
-    parser.add_argument("--record", action="store_true", help="into " + str(DURATIONS))
+    parser.add_argument("--record", action="store_true", help=f"into {KILL_RECORD}")
     args = parser.parse_args()
     matrix = json.loads((args.workdir / "matrix.json").read_text())
     if args.record:
@@ -52,14 +53,18 @@ def main() -> int:
 
 
 def record(matrix: dict) -> None:
-    """Each mutant's seconds in `matrix`, over what was recorded before (a mutant this run did
-    not run keeps its figure)."""
-    seconds = {
-        **durations(),
-        **{run["name"]: round(run["seconds"], 1) for run in matrix["mutants"]},
+    """Each mutant's seconds in `matrix` and the test that killed it, over what was recorded
+    before (a mutant this run did not run keeps its record)."""
+    before = json.loads(KILL_RECORD.read_text()) if KILL_RECORD.exists() else {}
+    now = {
+        run["name"]: {
+            "seconds": round(run["seconds"], 1),
+            "killedBy": next(iter(run["failed"]), None),
+        }
+        for run in matrix["mutants"]
     }
-    DURATIONS.write_text(json.dumps(dict(sorted(seconds.items())), indent=1) + "\n")
-    print(f"recorded {len(matrix['mutants'])} mutants' seconds in {DURATIONS}")
+    KILL_RECORD.write_text(json.dumps(dict(sorted({**before, **now}.items())), indent=1) + "\n")
+    print(f"recorded {len(now)} mutants' seconds and killers in {KILL_RECORD}")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def _rules(args: argparse.Namespace) -> int:
 
 def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
     # the mutants are reference-controller code: load only here
-    from mutants import durations, load
+    from mutants import KILL_RECORD, load
 
     chosen = [m for m in load().values() if not args.only or m.name in args.only]
     if not args.run:
@@ -119,7 +119,7 @@ def _mutants(args: argparse.Namespace, extra: list[str]) -> int:
         progress,
         args.tests,
         _lane_binaries(extra) if args.reuse_control_planes else None,
-        durations(),
+        kill_run.read_kill_records(KILL_RECORD),
     )
     baseline, outcomes = run.baseline, run.others
     wrong = [o for o in (baseline, *outcomes) if not o.as_expected]
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     mutants.add_argument(
         "--workers",
         type=int,
-        default=6,
+        default=kill_run.MUST_PASS_WORKERS // 2,
         help="xdist workers of each run of the whole suite (the baseline and the variants); "
         f"they run {kill_run.MUST_PASS_WORKERS} workers' worth at a time",
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import resource
 import subprocess
@@ -103,16 +104,23 @@ MUST_PASS_WORKERS = 12
 MUTANT_RUNS_AT_ONCE = 7
 
 
-def selection(clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]]) -> list[str]:
-    """The example tests of `clauses`."""
-    return sorted(
-        {
-            test
-            for clause in clauses
-            for test in tests_by_clause[clause]
-            if test.partition("[")[0].rpartition("::")[2] != model_profiles.TEST_NAME
-        }
-    )
+def selection(
+    clauses: tuple[str, ...], tests_by_clause: dict[str, list[str]], killer: str | None = None
+) -> list[str]:
+    """The example tests of `clauses`; the one that last killed the mutant (`killer`) first,
+    since the run stops at the first failure."""
+    found = {
+        test
+        for clause in clauses
+        for test in tests_by_clause[clause]
+        if test.partition("[")[0].rpartition("::")[2] != model_profiles.TEST_NAME
+    }
+    return sorted(found, key=lambda test: (not killed_by(test, killer), test))
+
+
+def killed_by(test: str, killer: str | None) -> bool:
+    """Whether `test` (a node ID, of one case or of all) is or holds `killer`."""
+    return killer is not None and (killer == test or killer.startswith(f"{test}["))
 
 
 def one_model_shard(variant: int) -> list[str]:
@@ -243,13 +251,29 @@ class Job:
         return must_pass(self.mutant)
 
 
-def longest_first(mutants: list[Mutant], seconds: dict[str, float]) -> list[Mutant]:
-    """`mutants` by their recorded `seconds`, the longest first, so that the pool's last runs
-    are short ones and its runs at a time stay busy to the end; one not recorded (new since)
+@dataclass(frozen=True)
+class KillRecord:
+    """What a kill run recorded of one mutant: its run's seconds and the test that killed it."""
+
+    seconds: float
+    killed_by: str | None
+
+
+def read_kill_records(path: Path) -> dict[str, KillRecord]:
+    """The records `path` keeps (benchmarks/kill_run_time.py --record); none without it."""
+    if not path.exists():
+        return {}
+    found = json.loads(path.read_text())
+    return {name: KillRecord(r["seconds"], r.get("killedBy")) for name, r in found.items()}
+
+
+def longest_first(mutants: list[Mutant], records: dict[str, KillRecord]) -> list[Mutant]:
+    """`mutants` by their recorded seconds, the longest first, so that the pool's last runs are
+    short ones and its runs at a time stay busy to the end; one not recorded (new since)
     counts as the median run."""
-    known = sorted(seconds[m.name] for m in mutants if m.name in seconds)
-    median = known[len(known) // 2] if known else 0.0
-    return sorted(mutants, key=lambda m: -seconds.get(m.name, median))
+    known = sorted(records[m.name].seconds for m in mutants if m.name in records)
+    median = KillRecord(known[len(known) // 2] if known else 0.0, None)
+    return sorted(mutants, key=lambda m: -records.get(m.name, median).seconds)
 
 
 def jobs(
@@ -258,14 +282,14 @@ def jobs(
     tests_by_clause: dict[str, list[str]],
     workers: int,
     tests: list[str] | None = None,
-    recorded: dict[str, float] | None = None,
+    records: dict[str, KillRecord] | None = None,
 ) -> list[Job]:
     """The baseline and each benign variant run the whole suite and must pass it (the baseline
     and the combined variant every shard of the model-based run, a variant alone one of them);
     a mutant runs the tests of its clauses and stops at the first failure (a kill). With
     `tests`, every run runs those instead (the kill table of one part, the model-based run
     say). The runs that must pass first, the whole suite each; then the mutants by their
-    `recorded` seconds, the longest first."""
+    `records`, the longest first, each run's last killer first."""
     whole = ["-n", str(workers)]
     everything = tests or [str(suite_dir)]
     found = [Job(BASELINE, everything, None, whole)]
@@ -276,8 +300,10 @@ def jobs(
         for n, m in enumerate(alone)
     ]
     chosen = [m for m in mutants if not m.benign]
-    for mutant in longest_first(chosen, recorded or {}):
-        selected = tests or selection(mutant.clauses, tests_by_clause)
+    records = records or {}
+    for mutant in longest_first(chosen, records):
+        killer = records[mutant.name].killed_by if mutant.name in records else None
+        selected = tests or selection(mutant.clauses, tests_by_clause, killer)
         found.append(Job(mutant.name, selected, mutant, ["--maxfail=1", *phase_arguments(mutant)]))
     return found
 
@@ -292,18 +318,18 @@ def run(
     progress: Callable[[Outcome], None],
     tests: list[str] | None = None,
     lane_binaries: Binaries | None = None,
-    recorded: dict[str, float] | None = None,
+    records: dict[str, KillRecord] | None = None,
 ) -> KillRun:
     """Run the baseline (the whole suite on the reference controller), every variant and every
     mutant, `parallel` mutant runs at a time; with `lane_binaries` (a local kill run), the
     mutant runs reuse `parallel` control planes of those binaries (conformance.lanes); the
-    mutants by their `recorded` seconds, the longest first.
+    mutants by their `records`, the longest first.
 
     The mutants start when the runs that must pass have ended: their control planes' starts
     would load the machine under those runs' timing tests."""
     with contextlib.redirect_stdout(io.StringIO()):
         tests_by_clause = catalog.coverage(str(suite_dir)).tests_by_clause
-    everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests, recorded)
+    everything = jobs(mutants, suite_dir, tests_by_clause, workers, tests, records)
     outcomes: list[Outcome] = []
     phases: list[Phase] = []
     for phase, batch, width in (

@@ -13,7 +13,6 @@ conformance tests must fail.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,16 +112,9 @@ def load() -> dict[str, Mutant]:
     return REGISTRY
 
 
-#: Each mutant's wall seconds in a kill run that recorded them (benchmarks/kill_run_time.py
-#: --record): the kill run starts the longest first, so that its last runs are short ones.
-DURATIONS = Path(__file__).with_name("durations.json")
-
-
-def durations() -> dict[str, float]:
-    """The recorded seconds of each mutant's run; none when nothing was recorded."""
-    if not DURATIONS.exists():
-        return {}
-    return {name: float(seconds) for name, seconds in json.loads(DURATIONS.read_text()).items()}
+#: What a kill run recorded of each mutant (benchmarks/kill_run_time.py --record): its run's
+#: seconds and the test that killed it (conformance.kill_run.KillRecord).
+KILL_RECORD = Path(__file__).with_name("kill_record.json")
 
 
 def parts_of_combined() -> list[Mutant]:

@@ -15,6 +15,7 @@ from conformance.cli import SUITE_DIR
 from conformance.document import model_profiles
 from conformance.kill_run import (
     MESSAGE_CHARS,
+    KillRecord,
     Outcome,
     breakdown,
     describe,
@@ -78,11 +79,12 @@ def test_a_mutant_runs_its_clauses_example_tests_or_else_the_tests_given() -> No
 def test_the_mutants_run_after_the_runs_that_must_pass_the_longest_recorded_first() -> None:
     """A mutant not recorded (new since) counts as the median run: neither first nor last."""
     loaded = load()
-    recorded = {"sub-second-comparison": 12.0, "pending-a-second-too-late": 20.0}
-    recorded |= {"compared-to-the-minute": 45.0, "not-a-mutant-any-more": 99.0}
-    names = [*recorded.keys() - {"not-a-mutant-any-more"}, "resync-ignored", "one-worker"]
+    seconds = {"sub-second-comparison": 12.0, "pending-a-second-too-late": 20.0}
+    seconds |= {"compared-to-the-minute": 45.0, "not-a-mutant-any-more": 99.0}
+    records = {name: KillRecord(s, None) for name, s in seconds.items()}
+    names = [*seconds.keys() - {"not-a-mutant-any-more"}, "resync-ignored", "one-worker"]
     chosen = [loaded[name] for name in sorted(names)]
-    found = [j.name for j in jobs(chosen, Path("suite"), {}, 2, ["suite/t.py"], recorded)]
+    found = [j.name for j in jobs(chosen, Path("suite"), {}, 2, ["suite/t.py"], records)]
     assert found == [
         "baseline",
         "one-worker",
@@ -91,6 +93,24 @@ def test_the_mutants_run_after_the_runs_that_must_pass_the_longest_recorded_firs
         "resync-ignored",
         "sub-second-comparison",
     ]
+
+
+def test_a_mutants_run_starts_with_the_test_that_last_killed_it_and_keeps_the_others() -> None:
+    mutant = load()["sub-second-comparison"]
+    case = "suite/test_sync.py::test_b[DeployFailed]"
+    by_clause = {clause: ["suite/test_sync.py::test_a", case] for clause in mutant.clauses}
+    by_clause[mutant.clauses[0]].append("suite/test_sync.py::test_c")
+
+    def tests_of(killer: str | None) -> list[str]:
+        records = {mutant.name: KillRecord(30.0, killer)}
+        (job,) = [j for j in jobs([mutant], Path("suite"), by_clause, 2, None, records)][1:]
+        return job.tests
+
+    assert tests_of(None) == ["suite/test_sync.py::test_a", case, "suite/test_sync.py::test_c"]
+    assert tests_of(case)[0] == case
+    assert tests_of("suite/test_sync.py::test_c")[0] == "suite/test_sync.py::test_c"
+    assert tests_of("suite/test_sync.py::test_a[x]")[0] == "suite/test_sync.py::test_a"
+    assert sorted(tests_of(case)) == sorted(tests_of(None))
 
 
 def test_each_benign_variant_alone_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
