@@ -13,6 +13,7 @@ from conformance.observe.releases import (
     App,
     Releases,
     applied_automatic_app,
+    applied_is,
     content_mutations,
     content_object,
     present_condition,
@@ -226,8 +227,12 @@ def test_manual_mode_waits_for_sync_when_the_render_returns_to_an_earlier_applie
     app.set_content("v2")
     app.request_sync(at=app.next_pending_time())
     app.wait_content("v2")
-    app.set_content("v1")
-    app.wait_applied("False", "WaitingForSync")
+    back = app.new_render("v1")  # once the report of v2's apply has settled
+    app.wait_for(
+        lambda release: back(release) and applied_is(release, "False", "WaitingForSync"),
+        "MAN-2.different: Applied=False with reason WaitingForSync reported for the render back "
+        "at v1",
+    )
     app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     assert app.rendered_object()["data"] == {"content": "v2"}
 
