@@ -45,10 +45,13 @@ PERIODIC = {"interval": f"{INTERVAL:g}s"}
 
 def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
     """A manual Release whose first /sync (second 30 of the last minute) was applied:
-    lastHandledSyncAt is set, in the past, so that later request times can be in the past."""
+    lastHandledSyncAt is set, in the past, so that later request times can be in the past.
+    Settled: the request's own event may come during the creation's reconcile and start one
+    more, which would take a test's next request for its own."""
     app = releases.app(name, **spec)
     app.request_sync(at=mid_minute_ago())
     app.wait_for(lambda r: (r.get("status") or {}).get("lastHandledSyncAt"), "lastHandledSyncAt")
+    app.settle()
     return app
 
 
