@@ -22,7 +22,13 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance.kill_run import breakdown, describe
+from conformance.kill_run import (
+    breakdown,
+    describe,
+    read_kill_records,
+    recorded,
+    write_kill_records,
+)
 from mutants import KILL_RECORD
 
 
@@ -55,15 +61,8 @@ def main() -> int:
 def record(matrix: dict) -> None:
     """Each mutant's seconds in `matrix` and the test that killed it, over what was recorded
     before (a mutant this run did not run keeps its record)."""
-    before = json.loads(KILL_RECORD.read_text()) if KILL_RECORD.exists() else {}
-    now = {
-        run["name"]: {
-            "seconds": round(run["seconds"], 1),
-            "killedBy": next(iter(run["failed"]), None),
-        }
-        for run in matrix["mutants"]
-    }
-    KILL_RECORD.write_text(json.dumps(dict(sorted({**before, **now}.items())), indent=1) + "\n")
+    now = recorded(matrix)
+    write_kill_records(KILL_RECORD, {**read_kill_records(KILL_RECORD), **now})
     print(f"recorded {len(now)} mutants' seconds and killers in {KILL_RECORD}")
 
 

@@ -267,13 +267,28 @@ def read_kill_records(path: Path) -> dict[str, KillRecord]:
     return {name: KillRecord(r["seconds"], r.get("killedBy")) for name, r in found.items()}
 
 
+def write_kill_records(path: Path, records: dict[str, KillRecord]) -> None:
+    """`records` into `path`, by mutant name, as read_kill_records reads them."""
+    found = {name: {"seconds": r.seconds, "killedBy": r.killed_by} for name, r in records.items()}
+    path.write_text(json.dumps(dict(sorted(found.items())), indent=1) + "\n")
+
+
+def recorded(matrix: dict[str, Any]) -> dict[str, KillRecord]:
+    """What a kill run's matrix.json says of each mutant's run: its seconds, its first failure."""
+    return {
+        run["name"]: KillRecord(round(run["seconds"], 1), next(iter(run["failed"]), None))
+        for run in matrix["mutants"]
+    }
+
+
 def longest_first(mutants: list[Mutant], records: dict[str, KillRecord]) -> list[Mutant]:
     """`mutants` by their recorded seconds, the longest first, so that the pool's last runs are
     short ones and its runs at a time stay busy to the end; one not recorded (new since)
     counts as the median run."""
-    known = sorted(records[m.name].seconds for m in mutants if m.name in records)
-    median = KillRecord(known[len(known) // 2] if known else 0.0, None)
-    return sorted(mutants, key=lambda m: -records.get(m.name, median).seconds)
+    seconds = {m.name: records[m.name].seconds for m in mutants if m.name in records}
+    known = sorted(seconds.values())
+    median = known[len(known) // 2] if known else 0.0
+    return sorted(mutants, key=lambda m: -seconds.get(m.name, median))
 
 
 def jobs(

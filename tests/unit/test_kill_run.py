@@ -95,6 +95,24 @@ def test_the_mutants_run_after_the_runs_that_must_pass_the_longest_recorded_firs
     ]
 
 
+def test_a_kill_runs_record_is_read_back_as_written(tmp_path: Path) -> None:
+    """Each mutant's seconds and first failure; a mutant that survived has no killer."""
+    matrix = {
+        "mutants": [
+            {"name": "killed", "seconds": 31.26, "failed": ["suite/t.py::test_a", "x"]},
+            {"name": "survived", "seconds": 40.0, "failed": []},
+        ]
+    }
+    records = kill_run.recorded(matrix)
+    assert records == {
+        "killed": KillRecord(31.3, "suite/t.py::test_a"),
+        "survived": KillRecord(40.0, None),
+    }
+    kill_run.write_kill_records(tmp_path / "record.json", records)
+    assert kill_run.read_kill_records(tmp_path / "record.json") == records
+    assert kill_run.read_kill_records(tmp_path / "none.json") == {}
+
+
 def test_a_mutants_run_starts_with_the_test_that_last_killed_it_and_keeps_the_others() -> None:
     mutant = load()["sub-second-comparison"]
     case = "suite/test_sync.py::test_b[DeployFailed]"
@@ -103,7 +121,7 @@ def test_a_mutants_run_starts_with_the_test_that_last_killed_it_and_keeps_the_ot
 
     def tests_of(killer: str | None) -> list[str]:
         records = {mutant.name: KillRecord(30.0, killer)}
-        (job,) = [j for j in jobs([mutant], Path("suite"), by_clause, 2, None, records)][1:]
+        (job,) = jobs([mutant], Path("suite"), by_clause, 2, None, records)[1:]
         return job.tests
 
     assert tests_of(None) == ["suite/test_sync.py::test_a", case, "suite/test_sync.py::test_c"]
