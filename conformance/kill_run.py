@@ -170,17 +170,27 @@ PLUGIN_SHIM = '#!/bin/sh\nexec {python} -m mutants.kubectl "$@"\n'
 
 def mutant_environment(mutant: Mutant | None, workdir: Path) -> tuple[list[str], dict[str, str]]:
     """How a run selects `mutant`: a controller flag, or a broken `kubectl-convoy` on PATH."""
+    env = shared_bytecode(workdir)
     if mutant is None:
-        return [], dict(os.environ)
+        return [], env
     if mutant.kind == "controller":
-        return [f"--convoy-mutant={mutant.name}"], dict(os.environ)
+        return [f"--convoy-mutant={mutant.name}"], env
     shim_dir = workdir / f"{mutant.name}-bin"
     shim_dir.mkdir(exist_ok=True)
     shim = shim_dir / "kubectl-convoy"
     shim.write_text(PLUGIN_SHIM.format(python=sys.executable))
     shim.chmod(0o755)
-    path = os.pathsep.join([str(shim_dir), os.environ.get("PATH", "")])
-    return [], {**os.environ, "PATH": path, MUTANT_VARIABLE: mutant.name}
+    path = os.pathsep.join([str(shim_dir), env.get("PATH", "")])
+    return [], {**env, "PATH": path, MUTANT_VARIABLE: mutant.name}
+
+
+def shared_bytecode(workdir: Path) -> dict[str, str]:
+    """This environment, with one bytecode cache in `workdir` for every run, whatever
+    PYTHONDONTWRITEBYTECODE says: without it each run's pytest compiles and rewrites the kit's
+    modules anew, 0.6 of the 3.4 CPU seconds a mutant's run takes, in a phase bound by the
+    cores. The checkout gets no __pycache__ of it."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
 
 
 def run_selection(

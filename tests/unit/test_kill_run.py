@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -156,6 +157,19 @@ def test_a_runs_cpu_seconds_include_the_processes_it_waited_for(tmp_path: Path) 
     with (tmp_path / "run.log").open("w") as log:
         cpu = run_counting_cpu([sys.executable, "-c", parent], log, dict(os.environ))
     assert 0.5 <= cpu < 5, cpu
+
+
+def test_the_runs_share_one_bytecode_cache_in_the_workdir_even_when_told_to_write_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's pytest imports the kit's modules from the cache the runs before it wrote."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    (tmp_path / "imported.py").write_text("VALUE = 1\n")
+    env = {**kill_run.shared_bytecode(tmp_path / "work"), "PYTHONPATH": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", "import imported"], env=env, check=True)
+    cached = list((tmp_path / "work" / "pycache").rglob("imported.*.pyc"))
+    assert len(cached) == 1, cached
+    assert not (tmp_path / "__pycache__").exists(), "bytecode written beside the source"
 
 
 def test_the_benchmark_says_where_each_phases_time_went_and_refuses_an_older_matrix() -> None:
