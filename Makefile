@@ -2,6 +2,11 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
+# make's Python processes share one bytecode cache in the venv, even where the environment says
+# PYTHONDONTWRITEBYTECODE (containers often do): the tests start hundreds of Python processes,
+# and each compiled the kit anew (`make test-project`: 304 s without it, 266 s with it).
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX ?= $(abspath $(VENV))/pycache
 # Development runs: the reference controller resyncs every 30 s instead of the default 2 min
 # (a run with it does not certify; see docs/certification.md).
 FAST := --timing controller_resync=30s
