@@ -164,6 +164,7 @@ def test_the_runs_share_one_bytecode_cache_in_the_workdir_even_when_told_to_writ
 ) -> None:
     """A run's pytest imports the kit's modules from the cache the runs before it wrote."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)  # make's, under make
     (tmp_path / "imported.py").write_text("VALUE = 1\n")
     env = {**kill_run.shared_bytecode(tmp_path / "work"), "PYTHONPATH": str(tmp_path)}
     subprocess.run([sys.executable, "-c", "import imported"], env=env, check=True)
