@@ -16,6 +16,7 @@ from convoy import (
     reconciler,
     subresources,
     synctime,
+    targets,
     waves,
     workqueue,
 )
@@ -417,13 +418,23 @@ def handled_on_failure() -> None:
         return result
 
 
-def _mark_handled_when(reasons: frozenset) -> None:
+def _mark_handled_when(
+    reasons: frozenset, where: Callable[[Any, Obj], bool] = lambda reconciler, release: True
+) -> None:
+    """Record a pending request of manual mode as handled after a reconcile that ends with one
+    of `reasons`, where `where(reconciler, release)` holds too."""
+
     @wrap(reconciler.Reconciler, "reconcile")
     def reconcile(original, self, release: Obj):
         result = original(self, release)
         requests = policy.Requests.of(release)
         automatic = result.policy is not None and result.policy.automatic
-        if result.outcome.reason in reasons and requests.sync_pending and not automatic:
+        if (
+            result.outcome.reason in reasons
+            and requests.sync_pending
+            and not automatic
+            and where(self, release)
+        ):
             result.status["lastHandledSyncAt"] = reconciler.second(requests.sync_at)
         return result
 
@@ -470,6 +481,24 @@ def render_failure_request_dropped() -> None:
     _mark_handled_when(
         frozenset({Reason.SOURCE_NOT_READY, Reason.VALUES_NOT_READY, Reason.CLUSTER_NOT_READY})
     )
+
+
+@mutant("a-broken-kubeconfig-answers-the-request", "SYNC-6.render-failure")
+def a_broken_kubeconfig_answers_the_request() -> None:
+    """A request that meets a Cluster whose kubeconfig cannot be used (its Secret or key
+    missing, no kubeconfig, an API server that cannot be reached) is recorded as handled: the
+    Cluster was found, so the author left the kubeconfig to the user to fix and the request
+    answered. A Cluster not found still leaves the request pending."""
+
+    def cluster_found(self: reconciler.Reconciler, release: Obj) -> bool:
+        ref = (release.get("spec") or {}).get("clusterRef") or {}
+        try:
+            self._targets._read_cluster(release["metadata"]["namespace"], ref["name"])
+        except (KeyError, targets.TargetError):
+            return False
+        return True
+
+    _mark_handled_when(frozenset({Reason.CLUSTER_NOT_READY}), cluster_found)
 
 
 @mutant("failed-request-forgotten", "SYNC-6.transient-failure")

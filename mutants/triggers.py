@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from convoy import __main__ as entry
-from convoy import controller, policy, reconciler, waves
+from convoy import controller, observer, policy, reconciler, waves
 from convoy.api import Annotation, ConditionType
 from convoy.durations import parse_duration
 from convoy.informer import EventType, object_key
@@ -319,6 +319,40 @@ def a_deleted_lower_wave_reconciles_the_higher_waves() -> None:
     higher waves are reconciled at once instead of at their next reconcile."""
     changed = controller.wave_trigger
     controller.wave_trigger = lambda event: event.type == EventType.DELETED or changed(event)
+
+
+@mutant("a-deleted-settled-lower-wave-reconciles-the-higher-waves", "TRIG-7.not-deletion")
+def a_deleted_settled_lower_wave_reconciles_the_higher_waves() -> None:
+    """Deleting a lower-wave Release that was Applied and Healthy counts as its wave
+    unsettling: the higher waves are reconciled at once (an unsettled one's deletion is no
+    change, the author reasoned: the higher waves were waiting for it anyway)."""
+    changed = controller.wave_trigger
+
+    def trigger(event) -> bool:
+        return (event.type == EventType.DELETED and waves.settled(event.new)) or changed(event)
+
+    controller.wave_trigger = trigger
+
+
+@mutant("a-deletion-completes-the-lower-wave", "TRIG-7.not-deletion")
+def a_deletion_completes_the_lower_wave() -> None:
+    """The observer takes a deletion that leaves the rest of a wave all Applied and Healthy
+    for the wave completing, and sends the next wave its /syncs."""
+
+    @wrap(observer.Observer, "on_release")
+    def on_release(original, self, event) -> None:
+        original(self, event)
+        if event.type != EventType.DELETED:
+            return
+        deleted, others = event.new, self._same_cluster(event.new)
+        wave = [
+            o
+            for o in waves.same_cluster(deleted, others)
+            if waves.wave_of(o) == waves.wave_of(deleted)
+        ]
+        if wave and all(waves.settled(o) for o in wave):
+            for release in waves.next_wave(deleted, others):
+                self._request_sync(release, "wave completed by a deletion")
 
 
 @mutant("only-the-next-wave-reconciled", "TRIG-7.every-higher-wave")

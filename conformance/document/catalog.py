@@ -334,8 +334,9 @@ RULES: tuple[Rule, ...] = (
         (
             "render-failure",
             "When the render cannot be made (SourceNotReady, ValuesNotReady, "
-            "ClusterNotReady) the request stays pending, and the backoff retry that renders "
-            "applies it, without a new one.",
+            "ClusterNotReady: the Cluster missing, or each form of its kubeconfig unusable) the "
+            "request stays pending, and the backoff retry that renders applies it, without a "
+            "new one.",
         ),
     ),
     rule(
@@ -567,8 +568,9 @@ RULES: tuple[Rule, ...] = (
         ("not-same-wave", "A change does not reconcile the other Releases of its own wave."),
         (
             "not-deletion",
-            "The deletion of a lower-wave Release reconciles no higher wave: it sees the "
-            "deletion at its next reconcile.",
+            "The deletion of a lower-wave Release reconciles no higher wave, whether that "
+            "Release was settled or not, and whether its deletion leaves its wave settled or "
+            "empty: the higher wave sees the deletion at its next reconcile.",
         ),
         (
             "to-True",

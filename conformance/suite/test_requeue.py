@@ -422,14 +422,18 @@ class PruneFailed(Transient):
         )
 
 
-TRANSIENT = [
-    SourceNotReady(),
-    ValuesNotReady(),
-    ClusterNotReady(),
+KUBECONFIG_NOT_READY = [
     ClusterKubeconfigNotReady("kubeconfig-Secret-missing", None),
     ClusterKubeconfigNotReady("kubeconfig-key-missing", {"config": "apiVersion: v1"}),
     ClusterKubeconfigNotReady("kubeconfig-invalid", {"kubeconfig": "not a kubeconfig"}),
     ClusterKubeconfigNotReady("api-server-unreachable", {"kubeconfig": UNREACHABLE_KUBECONFIG}),
+]
+
+TRANSIENT = [
+    SourceNotReady(),
+    ValuesNotReady(),
+    ClusterNotReady(),
+    *KUBECONFIG_NOT_READY,
     DeployFailed(),
     PruneFailed(),
     ManualSourceNotReady(),
@@ -437,6 +441,7 @@ TRANSIENT = [
     SourceNotReady().with_request(),
     ValuesNotReady().with_request(),
     ClusterNotReady().with_request(),
+    *(form.with_request() for form in KUBECONFIG_NOT_READY),
 ]
 
 
@@ -504,9 +509,13 @@ def test_a_transient_failure_is_retried_with_backoff(
             app, since=fixing, timeout=deadline - releases.recorder.mark() + timing.reconcile
         )
     except WitnessTimeout as error:
+        release = app.get()
         pytest.fail(
-            f"{case!r}: not recovered within {deadline - last + timing.reconcile:.1f} s of "
-            f"the last failure after its cause was removed: no backoff retry\n{error}"
+            f"{case.clause} ({case!r}): not recovered within "
+            f"{deadline - last + timing.reconcile:.1f} s of the last failure after its cause "
+            f"was removed (expected: a backoff retry, then Applied {case.settled}); "
+            f"measured: Applied {condition(release)}, lastHandledSyncAt "
+            f"{(release.get('status') or {}).get('lastHandledSyncAt')}\n{error}"
         )
     took = recovered.at - last
     print(

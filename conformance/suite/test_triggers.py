@@ -21,6 +21,7 @@ from conformance.observe.releases import (
     Obj,
     Releases,
     applied_automatic_app,
+    applied_is,
     applied_manual_app,
     condition,
     condition_status,
@@ -340,10 +341,10 @@ def wave_app(releases: Releases, name: str, wave: int, **spec) -> App:
     return releases.app(name, sync_policy=AUTOMATIC, wave=wave, **spec)
 
 
-def healthy_low_wave(releases: Releases, **spec) -> App:
-    """Wave 0, automatic, with a Widget that is Healthy: Applied and Healthy."""
-    low = wave_app(releases, "low", 0, extra=[widgets.widget("worker")], **spec)
-    widgets.set_health(low, "worker", "Healthy")
+def healthy_low_wave(releases: Releases, name: str = "low", **spec) -> App:
+    """Wave 0, automatic, with a Widget of its own that is Healthy: Applied and Healthy."""
+    low = wave_app(releases, name, 0, extra=[widgets.widget(f"{name}-worker")], **spec)
+    widgets.set_health(low, f"{name}-worker", "Healthy")
     low.wait_for(lambda r: condition_status(r, "Healthy") == "True", "Healthy")
     return low
 
@@ -377,7 +378,7 @@ def test_a_lower_wave_health_change_reconciles_every_higher_wave_of_its_cluster_
     resync_clock.quiet_slot(timing.quiet + timing.reconcile + 2 * timing.settle)
     revealed = [(app, app.new_render()) for app in (other, away)]
     since = low.releases.recorder.mark()
-    widgets.set_health(low, "worker", "Degraded")  # low: Healthy True -> False
+    widgets.set_health(low, "low-worker", "Degraded")  # low: Healthy True -> False
     top.wait_applied("False", "WaitingForWave")
     assert condition_status(middle.get()) == "True", "wave 1 changed: the test is void"
     other.quiet(timing.quiet, since=since)  # the quiet period, for both
@@ -399,9 +400,8 @@ def test_a_lower_wave_applied_change_reconciles_the_higher_wave(
     """The pin makes the lower wave Applied=False; its Healthy condition stays True. Both name
     the same Cluster (the other test has them on the namespace's implicit one)."""
     releases.cluster("target")
-    cluster = {"clusterRef": {"name": "target"}}
-    low = healthy_low_wave(releases, **cluster)
-    high = wave_app(releases, "high", 1, **cluster)
+    low = healthy_low_wave(releases, clusterRef={"name": "target"})
+    high = wave_app(releases, "high", 1, clusterRef={"name": "target"})
     high.wait_applied("True", "Applied")
     resync_clock.quiet_slot(timing.reconcile)  # no resync may reconcile the higher wave
     subresources.put(low, "pin", {"renderRef": NO_RENDER})
@@ -504,26 +504,69 @@ def test_a_lower_wave_reason_or_message_change_does_not_reconcile_the_higher_wav
     )
 
 
-@pytest.mark.clause("TRIG-7.not-deletion")
-def test_a_deleted_lower_wave_release_does_not_reconcile_the_higher_wave(
-    releases: Releases, resync_clock: ResyncClock, timing: Timing
-) -> None:
-    """The only lower wave is deleted while the higher wave waits for it: no status of a
-    lower wave changed, so the higher wave is not reconciled (a reconcile would apply it,
-    nothing left to wait for). It sees the deletion at its next reconcile: a /sync."""
+#: A higher wave and the lower-wave Release to delete under it, and the Applied condition
+#: (status, reason) the higher wave's next reconcile reaches once the deletion is seen.
+WaveDeletion = tuple[App, App, tuple[str, str]]
+
+
+def the_only_lower_wave_unsettled(releases: Releases) -> WaveDeletion:
     low = unhealthy_low_wave(releases, "low")
-    high = waiting_high_wave(releases)
+    return waiting_high_wave(releases), low, ("True", "Applied")
+
+
+def an_unsettled_lower_wave_beside_a_settled_one(releases: Releases) -> WaveDeletion:
+    """Its deletion leaves wave 0 all Applied and Healthy: a wave completed by no change of a
+    Release (the API reference's "the wave completed"), so no observer /sync either."""
+    healthy_low_wave(releases, "low-settled")
+    low = unhealthy_low_wave(releases, "low")
+    return waiting_high_wave(releases), low, ("True", "Applied")
+
+
+def a_settled_lower_wave(releases: Releases) -> WaveDeletion:
+    low = healthy_low_wave(releases)
+    high = wave_app(releases, "high", 1)
+    high.wait_applied("True", "Applied")
+    return high, low, ("True", "Applied")
+
+
+@pytest.mark.clause("TRIG-7.not-deletion")
+@pytest.mark.parametrize(
+    "setup",
+    [
+        pytest.param(the_only_lower_wave_unsettled, id="the-only-lower-wave"),
+        pytest.param(an_unsettled_lower_wave_beside_a_settled_one, id="beside-a-settled-one"),
+        pytest.param(a_settled_lower_wave, id="a-settled-lower-wave"),
+    ],
+)
+def test_a_deleted_lower_wave_release_does_not_reconcile_the_higher_wave(
+    releases: Releases,
+    resync_clock: ResyncClock,
+    timing: Timing,
+    setup: Callable[[Releases], WaveDeletion],
+) -> None:
+    """A lower-wave Release is deleted: no status of a lower wave changed, so the higher wave
+    is not reconciled, whether it waited for that Release (a reconcile would apply it, nothing
+    left to wait for) or not. A new render of the higher wave reveals any reconcile, one that
+    applies nothing included. It sees the deletion at its next reconcile: a /sync."""
+    high, low, (status, reason) = setup(releases)
+    high.settle()
     resync_clock.quiet_slot(timing.quiet + timing.reconcile)
+    revealed = high.new_render()
     since = releases.recorder.mark()
     releases.resource.delete(name=low.name, namespace=low.namespace)
     seen = high.quiet(timing.quiet, since=since)
-    assert seen == [], (
-        f"TRIG-7.not-deletion: deleting the lower wave reconciled the higher wave within "
-        f"{timing.quiet:g} s (expected: no reconcile until its next one); measured: "
+    reconciled = revealed(high.get())
+    assert seen == [] and not reconciled, (
+        f"TRIG-7.not-deletion: deleting the lower wave's {low.name} reconciled the higher wave "
+        f"within {timing.quiet:g} s (expected: no reconcile until its next one); measured: "
+        f"its status took the new render: {reconciled}, applies "
         f"{[attempt.describe() for attempt in seen]}"
     )
     high.request_sync()
-    high.wait_applied("True", "Applied")
+    high.wait_for(
+        lambda r: revealed(r) and applied_is(r, status, reason),
+        f"Applied={status} ({reason}) for the new render at the /sync after the deletion",
+    )
 
 
 @pytest.mark.parametrize(
