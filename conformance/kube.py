@@ -26,6 +26,11 @@ def read_or_none(read: Callable[[], T]) -> T | None:
         raise
 
 
+def delete_if_present(delete: Callable[[], object]) -> None:
+    """`delete()`, done already when the object is not there (404); any other error is raised."""
+    read_or_none(delete)
+
+
 @dataclass(frozen=True)
 class RawResponse:
     status: int

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from kubernetes import client
 
 from conformance.clusters.base import Cluster
+from conformance.kube import delete_if_present
 
 RUN_LABEL = "conformance.convoy.kumodo.io/run"
 #: A namespace --keep-namespaces left in place: the session's sweep leaves it too.
@@ -25,11 +26,7 @@ def namespace_name(test_name: str) -> str:
 
 def delete_namespace(core: client.CoreV1Api, name: str) -> None:
     """Start the deletion; the namespace controller finishes it without the test waiting."""
-    try:
-        core.delete_namespace(name)
-    except client.ApiException as error:
-        if error.status != 404:
-            raise
+    delete_if_present(lambda: core.delete_namespace(name))
 
 
 @contextmanager

@@ -41,7 +41,7 @@ from kubernetes import client
 
 from conformance.clusters import pki
 from conformance.clusters.base import CallbackAddress
-from conformance.kube import read_or_none
+from conformance.kube import delete_if_present, read_or_none
 from conformance.polling import poll_until
 
 log = logging.getLogger(__name__)
@@ -667,11 +667,7 @@ class Witness:
 
     # -- cleanup -----------------------------------------------------------------------------
     def _delete_configuration(self, name: str) -> None:
-        try:
-            self._admission.delete_validating_webhook_configuration(name)
-        except client.ApiException as error:
-            if error.status != 404:
-                raise
+        delete_if_present(lambda: self._admission.delete_validating_webhook_configuration(name))
 
     def _remove_stale_configurations(self) -> None:
         """Remove configurations a crashed session left for namespaces that are gone or going.

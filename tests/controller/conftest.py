@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
+from conformance.kube import delete_if_present
 from convoy.api import API_VERSION, RELEASE_LABEL, release_key
 from convoy.render import Obj
 from convoy.targets import Target, Targets
@@ -97,7 +98,7 @@ def gizmo_crd(namespace: str, k8s: client.ApiClient) -> Iterator[Obj]:
             "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
         },
     }
-    _delete_ignoring_404(
+    delete_if_present(
         lambda: client.ApiextensionsV1Api(k8s).delete_custom_resource_definition(f"gizmos.{group}")
     )
 
@@ -107,12 +108,4 @@ def extra_namespace(namespace: str, core: client.CoreV1Api) -> Iterator[str]:
     """The name of a second namespace that a test's render creates; deleted afterwards."""
     name = f"{namespace}-x"
     yield name
-    _delete_ignoring_404(lambda: core.delete_namespace(name))
-
-
-def _delete_ignoring_404(delete: Callable[[], object]) -> None:
-    try:
-        delete()
-    except client.ApiException as error:
-        if error.status != 404:
-            raise
+    delete_if_present(lambda: core.delete_namespace(name))
