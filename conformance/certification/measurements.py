@@ -51,16 +51,13 @@ def record(
     timing: Timing,
     expected: Sequence[float],
     measured: Sequence[float],
-    latency: float | Sequence[float] = 0.0,
+    latency: float = 0.0,
 ) -> list[Point]:
     """Keep `measured` against `expected` (pairwise; a measured value missing at the end is a
-    delay that never came) for the running test's report; return the points. `latency`, the
-    controller's own time in each, is one figure for all or one per expected value."""
-    own = list(latency) if isinstance(latency, Sequence) else [latency] * len(expected)
-    assert len(own) == len(expected), f"{len(own)} latencies for {len(expected)} values"
+    delay that never came) for the running test's report; return the points."""
     points = [
-        Point(want, *timing.band(want, own_time), got)
-        for want, got, own_time in zip_longest(expected, measured, own)
+        Point(want, *timing.band(want, latency), got)
+        for want, got in zip_longest(expected, measured)
         if want is not None
     ]
     if _recorded is not None:

@@ -61,50 +61,21 @@ def record(
 
 
 def periods_off(
-    what: str, timing: Timing, period: float, gaps: list[float], latencies: list[float]
+    what: str, timing: Timing, period: float, gaps: list[float], latency: float
 ) -> list[str]:
-    """Every gap against the one period it should be, with the controller's own time in that
-    gap, and all of them against as many periods: a period off by less than one gap's slack
-    (500ms come as 1 s) is off by as much at every gap, and the sum shows it (the slack for
-    timer jitter is not spent each time). Kept for the report; returns what is off its band,
-    measured, expected and band."""
-    points = measurements.record(what, timing, [period] * len(gaps), gaps, latencies)
+    """Every gap against the one period it should be, and all of them against as many
+    periods: a period off by less than one gap's slack (500ms come as 1 s) is off by as much
+    at every gap, and the sum shows it (the slack for timer jitter is not spent each time).
+    Kept for the report; returns what is off its band, measured, expected and band."""
+    points = record(what, timing, period, gaps, latency)
     points += measurements.record(
         f"{what}, {len(gaps)} in all",
         timing,
         [period * len(gaps)],
         [sum(gaps)],
-        sum(latencies),
+        latency * len(gaps),
     )
     return [f"{what}: {point.describe()}" for point in points if not point.ok]
-
-
-def own_times(app: App, marks: list[Attempt], period: float, untraced: float) -> list[float]:
-    """The controller's own time in each gap between two periodic reconciles' `marks` (their
-    applies, or their reports), as the witness saw it: the rest of the first reconcile after
-    its mark (the writes of its outcome), the part of the second before its mark that leaves
-    traces (a dry run, a condition written when it starts), and `untraced`, a reconcile's part
-    before its first trace (reading and rendering), as measured at the Release's creation.
-    Each reconcile's own: a loaded machine slows some more than others, and the creating
-    reconcile's time for every gap failed the sum of a conforming controller's gaps."""
-    times = []
-    for this, following in itertools.pairwise(marks):
-        end = app.reconcile_end_after(this.at, before=following.at, delay=period / 2)
-        first = next(t.at for t in app.traces(since=end) if end < t.at <= following.at)
-        times.append(end - this.at + following.at - first + untraced)
-    return times
-
-
-def untraced_start(app: App, since: float) -> float:
-    """How long the reconcile that an event at `since` started ran before its first trace:
-    the part of a reconcile (with the event's delivery) that the witness does not see."""
-    traces = app.traces(since=since)
-    assert traces, f"{app.name}: no trace of a reconcile since the event"
-    return traces[0].at - since
-
-
-def seconds(values: list[float]) -> str:
-    return ", ".join(f"{value:.3f}" for value in values)
 
 
 def periods_of(interval: float) -> int:
@@ -136,28 +107,20 @@ def periods_off_for(
         timeout=timeout + periods * (interval + timing.slack(interval, latency)),
     )[: periods + 1]
     gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
-    own = own_times(app, attempts, interval, untraced_start(app, start))
     print(
-        f"interval {written}: {periods} gaps between apply attempts {seconds(gaps)} s, median "
-        f"{statistics.median(gaps):.3f} s (the controller's own time in each {seconds(own)} s;"
-        f" accepted without it {timing.band_text(interval)})"
+        f"interval {written}: {periods} gaps between apply attempts "
+        f"{', '.join(f'{gap:.3f}' for gap in gaps)} s, median {statistics.median(gaps):.3f}"
+        f" s (reconcile time {latency:.3f} s; accepted {timing.band_text(interval, latency)})"
     )
     note = ticks_note(resync_clock, start, attempts[-1].at)
     what = f"interval {written}: apply attempts"
-    return [f"{off}{note}" for off in periods_off(what, timing, interval, gaps, own)]
+    return [f"{off}{note}" for off in periods_off(what, timing, interval, gaps, latency)]
 
 
 def interval_slot(timing: Timing, resync_clock: ResyncClock, *written: str) -> None:
-    """Wait for a resync-free slot for the longest of these intervals' measurements: every
-    period with its slack, which leaves the controller its own time in each (`timing.late`).
-    One slack for all was too short: a slower reconcile's 0.4 s in each of six 1 s periods let
-    a resync tick in."""
-
-    def measurement(interval: float) -> float:
-        return periods_of(interval) * (interval + timing.slack(interval))
-
-    longest = max(measurement(RECONCILE_INTERVALS[w]) for w in written)
-    resync_clock.quiet_slot(timing.slack(0) + longest)
+    """Wait for a resync-free slot for the longest of these intervals' measurements."""
+    longest = max(periods_of(RECONCILE_INTERVALS[w]) * RECONCILE_INTERVALS[w] for w in written)
+    resync_clock.quiet_slot(timing.slack(0) + longest + timing.slack(longest))
 
 
 @pytest.mark.clause(
@@ -237,24 +200,24 @@ def test_a_manual_release_is_reconciled_every_interval_too(
     created = releases.recorder.mark()
     app = releases.app("web", sync_policy={"interval": written})
     app.wait_applied("False", "WaitingForSync")
-    latency = app.reconcile_time(created)  # the creating reconcile's: the slot's budget
+    latency = app.reconcile_time(created)  # the controller's own time, in every gap
     # The first report comes at any point of the period; a resync tick would report early.
     resync_clock.quiet_slot((periods + 1) * (interval + timing.slack(interval, latency)))
     reports = []
     for n in range(2, periods + 3):
         reports.append(render_reported(app, f"v{n}", timeout=interval + timing.reconcile))
-    gaps = [b.at - a.at for a, b in itertools.pairwise(reports)]
-    own = own_times(app, reports, interval, untraced_start(app, created))
+    gaps = [b - a for a, b in itertools.pairwise(reports)]
+    accepted = timing.band_text(interval, latency)
     print(
-        f"manual, interval {written}: new renders reported {seconds(gaps)} s apart (the "
-        f"controller's own time in each {seconds(own)} s; accepted without it "
-        f"{timing.band_text(interval)})"
+        f"manual, interval {written}: new renders reported "
+        f"{', '.join(f'{gap:.3f}' for gap in gaps)} s apart (reconcile time {latency:.3f} s; "
+        f"accepted {accepted})"
     )
-    wrong = periods_off(f"manual, interval {written}: reports", timing, interval, gaps, own)
+    wrong = periods_off(f"manual, interval {written}: reports", timing, interval, gaps, latency)
     assert not wrong, "INT-1.manual: new renders reported off the interval: " + "; ".join(wrong)
 
 
-def render_reported(app: App, content: str, timeout: float) -> Attempt:
+def render_reported(app: App, content: str, timeout: float) -> float:
     """Give the source new content (no event); return when the controller's status write that
     reported its render came: the last one the witness had seen by the time a read showed the
     new renderRef."""
@@ -265,7 +228,7 @@ def render_reported(app: App, content: str, timeout: float) -> Attempt:
         since=since, kind="Release", name=app.name, subresource="status", where=not_by_suite
     )
     assert writes, f"{app.name}: a new renderRef, but no status write of the controller seen"
-    return writes[-1]
+    return writes[-1].at
 
 
 #: Interval changes by a spec edit: the interval written at creation (None: unset) and the
@@ -310,7 +273,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     since = releases.recorder.mark()
     app.patch({"spec": {"syncPolicy": {"interval": written}}})
     edited = first_attempt(app, since, timing.reconcile)
-    latency = app.reconcile_time(since)  # the edit's reconcile: the waits' budget
+    latency = app.reconcile_time(since)  # the controller's own time, in every gap
     # the one reconcile the old interval had already scheduled comes by then
     settled = edited.at + (pending + timing.slack(pending, latency) if pending else 0.0)
     label = f"interval {old_text or 'unset'} -> {written}"
@@ -321,11 +284,8 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
             count=4, since=settled, timeout=settled + budget - releases.recorder.mark()
         )[:4]
         gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
-        own = own_times(app, attempts, new, untraced_start(app, since))
-        print(
-            f"{label}: gaps {seconds(gaps)} s (the controller's own time in each {seconds(own)} s)"
-        )
-        wrong = periods_off(f"{label}: apply attempts", timing, new, gaps, own)
+        print(f"{label}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
+        wrong = periods_off(f"{label}: apply attempts", timing, new, gaps, latency)
         note = ticks_note(resync_clock, settled, attempts[-1].at)
         assert not wrong, f"INT-1.changed: {'; '.join(wrong)}{note}"
         return
@@ -563,8 +523,7 @@ def assert_drift_checked_every(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "
         f"reconcile time {latency:.3f} s; accepted {timing.band_text(interval, latency)})"
     )
-    latencies = [latency] * len(gaps)
-    wrong = periods_off(f"drift checks, interval {written}", timing, interval, gaps, latencies)
+    wrong = periods_off(f"drift checks, interval {written}", timing, interval, gaps, latency)
     assert not wrong, f"INT-2: drift checks off the interval: {'; '.join(wrong)}"
 
 

@@ -132,21 +132,6 @@ def test_a_mutants_run_starts_with_the_test_that_last_killed_it_and_keeps_the_ot
     assert sorted(tests_of(case)) == sorted(tests_of(None))
 
 
-def test_the_combined_variant_takes_a_worker_of_the_baselines_and_no_more() -> None:
-    """Side by side they share the workers of two runs; a variant alone keeps its share."""
-    variants = [m for m in load().values() if m.benign]
-    runs = {job.name: job for job in jobs(variants, Path("suite"), {}, 6)}
-    workers = {name: int(job.options[job.options.index("-n") + 1]) for name, job in runs.items()}
-    assert (workers["baseline"], workers[COMBINED]) == (
-        6 - kill_run.COMBINED_TAKES,
-        6 + kill_run.COMBINED_TAKES,
-    )
-    assert {workers[m.name] for m in variants if not m.combined} == {6}
-    alone = {job.name: job for job in jobs([], Path("suite"), {}, 6)}
-    assert alone["baseline"].options == ["-n", "6"]
-    assert jobs(variants, Path("suite"), {}, 1)[0].options == ["-n", "1"]
-
-
 def test_each_benign_variant_alone_keeps_one_shard_of_the_model_based_run_in_turn() -> None:
     """The baseline and the combined variant run every shard; the variants alone share them
     out, all of them."""
