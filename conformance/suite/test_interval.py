@@ -118,9 +118,16 @@ def periods_off_for(
 
 
 def interval_slot(timing: Timing, resync_clock: ResyncClock, *written: str) -> None:
-    """Wait for a resync-free slot for the longest of these intervals' measurements."""
-    longest = max(periods_of(RECONCILE_INTERVALS[w]) * RECONCILE_INTERVALS[w] for w in written)
-    resync_clock.quiet_slot(timing.slack(0) + longest + timing.slack(longest))
+    """Wait for a resync-free slot for the longest of these intervals' measurements: every
+    period with its slack, which leaves the controller its own time in each (`timing.late`).
+    One slack for all was too short: a slower reconcile's 0.4 s in each of six 1 s periods let
+    a resync tick in."""
+
+    def measurement(interval: float) -> float:
+        return periods_of(interval) * (interval + timing.slack(interval))
+
+    longest = max(measurement(RECONCILE_INTERVALS[w]) for w in written)
+    resync_clock.quiet_slot(timing.slack(0) + longest)
 
 
 @pytest.mark.clause(
