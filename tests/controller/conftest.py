@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client
 
+from conformance.harness.namespaces import delete_namespace
 from conformance.kube import delete_if_present
 from convoy.api import API_VERSION, RELEASE_LABEL, release_key
 from convoy.render import Obj
@@ -108,4 +109,4 @@ def extra_namespace(namespace: str, core: client.CoreV1Api) -> Iterator[str]:
     """The name of a second namespace that a test's render creates; deleted afterwards."""
     name = f"{namespace}-x"
     yield name
-    delete_if_present(lambda: core.delete_namespace(name))
+    delete_namespace(core, name)
