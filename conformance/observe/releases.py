@@ -585,6 +585,29 @@ class App:
             end = trace.at
         return end
 
+    def retry_wait(self, failed: Attempt, retry: Attempt, threshold: float) -> float:
+        """How long the controller waited between the reconcile in which `failed` came and
+        the retry in which `retry` came: from the end of the first (the writes of its outcome
+        included) to the first trace of the second. Neither reconcile's own time is in it (an
+        outcome in several patches, a condition written when the retry starts, a slow
+        render), only the timer and what a reconcile does before it writes anything. A trace
+        `threshold` seconds or more after the one before it starts the retry."""
+        end = self.reconcile_end_after(failed.at, retry.at, threshold)
+        begun = [trace.at for trace in self.traces(since=end) if end < trace.at < retry.at]
+        return min([retry.at, *begun]) - end
+
+    def untraced_start(self, since: float) -> float:
+        """How long the reconcile that a write after `since` started ran before the witness saw
+        its first trace (a watch event, a read, a render: nothing a witness sees): from the
+        last write by someone other than the controller before that trace."""
+        first = self.traces(since=since)[0]
+        others = self.releases.recorder.attempts(
+            since=since,
+            subresource=None,
+            where=lambda attempt: attempt.user != first.user and attempt.at <= first.at,
+        )
+        return first.at - max([since, *(attempt.at for attempt in others)])
+
     def is_trace(self, attempt: Attempt) -> bool:
         """Is `attempt` something a reconcile of this Release leaves with the witness: an
         apply or dry run of its rendered object, or a write of its status by the controller?"""

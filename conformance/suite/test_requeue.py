@@ -121,6 +121,13 @@ def ticks_note(resync_clock: ResyncClock, start: float, end: float) -> str:
     return f"; NOTE: resync tick(s) at {', '.join(f'+{t:.2f} s' for t in inside)} fell inside"
 
 
+def retry_wait(app: App, failed: Attempt, retry: Attempt, delay: float, timing: Timing) -> float:
+    """Seconds between the reconcile of `failed` and the retry of `retry`, due `delay` after it:
+    a trace that comes the delay after the one before it, less the timer's lead, starts the
+    retry."""
+    return app.retry_wait(failed, retry, delay - timing.lead(delay))
+
+
 def gaps(attempts: list[Attempt]) -> list[float]:
     return [b.at - a.at for a, b in itertools.pairwise(attempts)]
 
@@ -453,8 +460,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     reconcile; the Release is then applied (a manual one without a request reports) within
     the backoff delay due at that point (plus slack). No interval is set and no resync tick
     falls in the measurement, so only a backoff retry can explain it. The cause stays through
-    two retries: where the witness sees the failed attempts (DeployFailed, PruneFailed), their
-    gaps must grow; elsewhere the recovery must wait for the third delay."""
+    two retries: where the witness sees the failed attempts (DeployFailed, PruneFailed), the
+    waits between their reconciles must grow, and the recovery's wait is judged the same way;
+    elsewhere the recovery must wait for the third delay."""
     app = case.prepare(releases)
     span = case.span(timing)
     resync_clock.quiet_slot(span)
@@ -463,6 +471,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     # The first failure's end, found before retry 1 could come.
     first = failure_end(app, case.reason, start, calm=BACKOFF.delay(1) / 2)
     latency = first - start  # the controller's own reconcile time, in every retry
+    # Where the witness sees each failed attempt, the waits between reconciles are measured
+    # instead: of a reconcile's own time, only its start before its first trace is in them.
+    unseen = app.untraced_start(start) if case.traced else latency
     retries = range(1, FAILURES_BEFORE_FIX)
     if not case.traced:
         # A named quiet period: the cause stays through the retries, which apply nothing.
@@ -473,22 +484,26 @@ def test_a_transient_failure_is_retried_with_backoff(
     else:
         ladder = sum(BACKOFF.delay(n) for n in retries)
         seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
-        measured = gaps(seen)
         expected = [BACKOFF.delay(n) for n in retries]
+        waits = [
+            retry_wait(app, failed, retry, delay, timing)
+            for (failed, retry), delay in zip(itertools.pairwise(seen), expected, strict=True)
+        ]
         print(
-            f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s "
-            f"(backoff {seconds(expected)} s)"
+            f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(gaps(seen))} s; waits "
+            f"between their reconciles {seconds(waits)} s (backoff {seconds(expected)} s; "
+            f"a reconcile's untraced start {unseen:.3f} s)"
         )
         note = ticks_note(resync_clock, start, releases.recorder.mark())
         points = measurements.record(
-            f"{case.reason}: retries of the failed attempts", timing, expected, measured, latency
+            f"{case.reason}: retries of the failed attempts", timing, expected, waits, unseen
         )
         off = [
-            f"{p.measured:.2f} s for {p.expected:g} s ({timing.band_text(p.expected, latency)})"
+            f"{p.measured:.2f} s for {p.expected:g} s ({timing.band_text(p.expected, unseen)})"
             for p in points
             if not p.ok
         ]
-        assert not off, f"the gaps between failed attempts are not the backoff's: {off}{note}"
+        assert not off, f"the waits between failed reconciles are not the backoff's: {off}{note}"
 
     fixing = releases.recorder.mark()
     case.fix(app)
@@ -524,17 +539,26 @@ def test_a_transient_failure_is_retried_with_backoff(
         f"limit {deadline - last:.2f} s)"
     )
     note = ticks_note(resync_clock, start, recovered.at)
-    assert recovered.at <= deadline, (
-        f"recovered {took:.2f} s after the last failure, later than retry {retry} of the "
-        f"backoff ({due - last:.2f} s + slack {timing.slack(delay, latency * reconciles):.2f} s)"
-        f"{note}"
-    )
-    earliest = due - timing.lead(delay)
-    assert recovered.at >= earliest, (
-        f"recovered {took:.2f} s after the last failure, before retry {retry} of the backoff "
-        f"was due ({due - last:.2f} s - {timing.lead(delay):.2f} s): retried sooner than "
-        f"the backoff{note}"
-    )
+    if failures:
+        waited = retry_wait(app, failures[-1], recovered, delay, timing)
+        print(f"{case.reason}: the recovery's wait between reconciles {waited:.2f} s")
+        assert timing.fits(waited, delay, unseen), (
+            f"{case.clause} ({case!r}): the recovery is retry {retry} of the backoff, due "
+            f"{delay:g} s after the failed reconcile ({timing.band_text(delay, unseen)}); "
+            f"measured: {waited:.2f} s from that reconcile's end to the retry's first trace{note}"
+        )
+    else:
+        assert recovered.at <= deadline, (
+            f"recovered {took:.2f} s after the last failure, later than retry {retry} of the "
+            f"backoff ({due - last:.2f} s + slack "
+            f"{timing.slack(delay, latency * reconciles):.2f} s){note}"
+        )
+        earliest = due - timing.lead(delay)
+        assert recovered.at >= earliest, (
+            f"recovered {took:.2f} s after the last failure, before retry {retry} of the "
+            f"backoff was due ({due - last:.2f} s - {timing.lead(delay):.2f} s): retried "
+            f"sooner than the backoff{note}"
+        )
     app.wait_applied(*case.settled)
     case.check(app)
 
