@@ -76,7 +76,8 @@ class Timing:
         0.5,
         1.0,
         "how much later than the document's delay or period a measured one may come, in "
-        "seconds, beyond the controller's own reconcile time (measured in each test)",
+        "seconds, beyond the controller's own time in it (measured in each test; per gap where "
+        "the witness sees each reconcile)",
     )
     ratio: float = _field(0.02, 0.05, "relative slack on a measured delay or period, on both sides")
     settle: float = _field(

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from itertools import zip_longest
+from itertools import repeat, zip_longest
 from typing import Any
 
 from conformance.timing import Timing
@@ -51,12 +51,14 @@ def record(
     timing: Timing,
     expected: Sequence[float],
     measured: Sequence[float],
-    latency: float = 0.0,
+    latency: float | Sequence[float] = 0.0,
 ) -> list[Point]:
     """Keep `measured` against `expected` (pairwise; a measured value missing at the end is a
-    delay that never came) for the running test's report; return the points."""
+    delay that never came) for the running test's report; return the points. `latency` is
+    the controller's own time in each (one for all, or one per measured value)."""
+    latencies = repeat(latency) if isinstance(latency, float | int) else iter(latency)
     points = [
-        Point(want, *timing.band(want, latency), got)
+        Point(want, *timing.band(want, next(latencies, 0.0)), got)
         for want, got in zip_longest(expected, measured)
         if want is not None
     ]

@@ -9,8 +9,10 @@ own writes (drift) carry the field manager SUITE_MANAGER and are left out.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -585,28 +587,50 @@ class App:
             end = trace.at
         return end
 
-    def retry_wait(self, failed: Attempt, retry: Attempt, threshold: float) -> float:
-        """How long the controller waited between the reconcile in which `failed` came and
-        the retry in which `retry` came: from the end of the first (the writes of its outcome
-        included) to the first trace of the second. Neither reconcile's own time is in it (an
-        outcome in several patches, a condition written when the retry starts, a slow
-        render), only the timer and what a reconcile does before it writes anything. A trace
-        `threshold` seconds or more after the one before it starts the retry."""
-        end = self.reconcile_end_after(failed.at, retry.at, threshold)
-        begun = [trace.at for trace in self.traces(since=end) if end < trace.at < retry.at]
-        return min([retry.at, *begun]) - end
+    def own_time(self, attempt: Attempt, following: Attempt, delay: float) -> float:
+        """The controller's own time, as the witness saw it, between `attempt` and
+        `following`, the attempt of the reconcile due `delay` after the one of `attempt`: the
+        rest of that reconcile (the writes of its outcome) and the start of the following one
+        up to `following` (a condition written when it starts, a slow render). What remains of
+        the gap is the wait between the two reconciles and what the following one did before
+        its first trace (`untraced_start`). A trace that comes the delay after the one before
+        it, less the timer's lead, starts the following reconcile."""
+        threshold = delay - self.releases.timing.lead(delay)
+        end = self.reconcile_end_after(attempt.at, following.at, threshold)
+        traced = [trace.at for trace in self.traces(since=end) if end < trace.at < following.at]
+        return (end - attempt.at) + (following.at - min([following.at, *traced]))
+
+    def retry_started(self, attempt: Attempt, delay: float) -> bool:
+        """Has the witness seen the reconcile due `delay` after the one of `attempt` start:
+        a trace the delay (less the timer's lead) after the one before it?"""
+        threshold = delay - self.releases.timing.lead(delay)
+        end = self.reconcile_end_after(attempt.at, math.inf, threshold)
+        return any(trace.at > end for trace in self.traces(since=end))
+
+    def own_times(
+        self, attempts: Sequence[Attempt], delays: Sequence[float], untraced: float
+    ) -> list[float]:
+        """The controller's own time in each gap between consecutive `attempts`, due `delays`
+        apart: `untraced` (see `untraced_start`) and what the witness saw (`own_time`)."""
+        pairs = zip(itertools.pairwise(attempts), delays, strict=True)
+        return [
+            untraced + self.own_time(attempt, following, delay)
+            for (attempt, following), delay in pairs
+        ]
 
     def untraced_start(self, since: float) -> float:
-        """How long the reconcile that a write after `since` started ran before the witness saw
-        its first trace (a watch event, a read, a render: nothing a witness sees): from the
-        last write by someone other than the controller before that trace."""
+        """How long the reconcile that a write of this Release after `since` started ran
+        before the witness saw its first trace (a watch event, a read, a render: nothing a
+        witness sees): from the last write of the Release by someone other than the
+        controller (`since`, if none) to that trace."""
         first = self.traces(since=since)[0]
-        others = self.releases.recorder.attempts(
+        writes = self.releases.recorder.attempts(
             since=since,
-            subresource=None,
+            kind="Release",
+            name=self.name,
             where=lambda attempt: attempt.user != first.user and attempt.at <= first.at,
         )
-        return first.at - max([since, *(attempt.at for attempt in others)])
+        return first.at - max([since, *(attempt.at for attempt in writes)])
 
     def is_trace(self, attempt: Attempt) -> bool:
         """Is `attempt` something a reconcile of this Release leaves with the witness: an

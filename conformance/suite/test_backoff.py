@@ -3,15 +3,18 @@
 A ladder is measured from outside. The witness refuses every apply of the Release's rendered
 object, so each reconcile ends DeployFailed (a transient reason) and is retried with backoff.
 The witness's receive times of the refused applies are the attempts; the gap between two
-consecutive attempts is the retry delay plus the few milliseconds a reconcile spends before it
-applies, which `timing.band` allows for. A resync tick would reconcile the Release in the middle
-of a ladder, so every ladder runs in a resync-free slot.
+consecutive attempts is the retry delay plus the controller's own time in it: the rest of the
+failed reconcile (the writes of its outcome) and the start of the retry up to its apply (a
+condition written when it starts, a render). `timing.band` allows for that own time, measured
+in each gap from the witness's traces (`App.own_times`): a reconcile slowed by a loaded machine
+does not count against its delay. A resync tick would reconcile the Release in the middle of a
+ladder, so every ladder runs in a resync-free slot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import pairwise, zip_longest
 from typing import Any
@@ -31,7 +34,7 @@ from conformance.observe.releases import (
     parse_time,
 )
 from conformance.observe.resync import ResyncClock
-from conformance.observe.witness import WitnessTimeout
+from conformance.observe.witness import Attempt, WitnessTimeout
 from conformance.timing import Timing
 
 # The rule's own constants.
@@ -67,8 +70,14 @@ class Ladder:
     resync_clock: ResyncClock
     #: the witness's time of the last attempt the last climb saw
     last_attempt: float = 0.0
-    #: the controller's own reconcile time, measured at the Release's first apply
+    #: the controller's own reconcile time, measured at the Release's first apply: how long to
+    #: wait for a retry and how long a ladder takes, not how a gap is judged
     latency: float = 0.0
+    #: what a reconcile does before the witness sees it, measured at the first apply; each gap
+    #: is judged with it and the rest of the controller's own time, measured in that gap
+    untraced: float = 0.0
+    #: the controller's own time in each gap of the last ladder measured (`measure`)
+    own: list[float] = field(default_factory=list)
 
     def reserve(self, *ladders: Sequence[float], besides: float = 0.0) -> None:
         """Wait for a resync-free slot long enough for `ladders`, climbed one after the other
@@ -95,37 +104,49 @@ class Ladder:
         timing.reconcile); retry n should come expected[n-1] seconds after the attempt before
         it. The witness refuses `refusals` applies (None: all
         of them); an apply it lets through ends the ladder in a success. Waits for each retry
-        only until its delay and slack have passed; prints the measured ladder, asserts every
-        gap is within `timing.band` of its delay, and returns the gaps.
+        until its delay and slack have passed (longer once its reconcile has started); prints
+        the measured ladder, asserts every gap is within `timing.band` of its delay with the
+        controller's own time measured in it, and returns the gaps.
         """
         recorder = self.app.releases.recorder
         self.app.deny_applies(refusals)
         since = recorder.mark()
         start()
-        times = [self.app.wait_attempts(since=since, timeout=first_within)[0].at]
+        seen = [self.app.wait_attempts(since=since, timeout=first_within)[0]]
         if first_within is not None:
-            print(f"{what}: attempt 0 came {times[0] - since:.2f} s after the start")
+            print(f"{what}: attempt 0 came {seen[0].at - since:.2f} s after the start")
         for delay in expected:
-            limit = delay + self.timing.slack(delay, self.latency)
             try:
-                attempts = self.app.wait_attempts(
-                    len(times) + 1,
-                    since=since,
-                    timeout=max(times[-1] + limit - recorder.mark(), 0.0),
-                )
+                seen.append(self._retry(seen[-1], delay, since, len(seen) + 1))
             except WitnessTimeout as missing:
-                table = self.measured(what, expected, gaps_of(times))
+                table = self.measured(what, expected, self.measure(seen, expected))
                 raise AssertionError(
-                    f"retry {len(times)} did not come within {limit:.3f} s of the attempt "
-                    f"before it (delay {delay:g} s + slack)\n{table}\n{missing}"
+                    f"retry {len(seen)} did not come within "
+                    f"{delay + self.timing.slack(delay, self.latency):.3f} s of the attempt "
+                    f"before it (delay {delay:g} s + slack), nor did its reconcile start\n"
+                    f"{table}\n{missing}"
                 ) from None
-            times.append(attempts[len(times)].at)
-        self.last_attempt = times[-1]
-        gaps = gaps_of(times)
+        self.last_attempt = seen[-1].at
+        gaps = self.measure(seen, expected)
         table = self.measured(what, expected, gaps)
         print(table)
         assert self.fits(gaps, expected), f"retry delays off the rule\n{table}"
         return gaps
+
+    def _retry(self, last: Attempt, delay: float, since: float, count: int) -> Attempt:
+        """The attempt of the retry due `delay` after `last`: awaited until its delay and slack
+        have passed, then, if the witness saw its reconcile start by then, for as long as a
+        reconcile may take (the controller's own time is judged once the gap is known)."""
+        recorder = self.app.releases.recorder
+        due = last.at + delay + self.timing.slack(delay, self.latency)
+        try:
+            return self.app.wait_attempts(
+                count, since=since, timeout=max(due - recorder.mark(), 0.0)
+            )[count - 1]
+        except WitnessTimeout:
+            if not self.app.retry_started(last, delay):
+                raise
+        return self.app.wait_attempts(count, since=since)[count - 1]
 
     def outlast(self, delay: float) -> None:
         """A quiet period through the retry that was due `delay` after the last attempt, so
@@ -151,32 +172,41 @@ class Ladder:
         end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
         return max(end - self.app.releases.recorder.mark(), 0.0)
 
+    def measure(self, seen: Sequence[Attempt], expected: Sequence[float]) -> list[float]:
+        """The gaps between the attempts `seen`, retries due `expected` apart; keeps the
+        controller's own time in each for `fits`, `measured` and `table`."""
+        self.own = self.app.own_times(seen, expected[: len(seen) - 1], self.untraced)
+        return gaps_of([attempt.at for attempt in seen])
+
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
-        latency = self.latency
+        """Do the gaps last measured fit these delays, each with its own time?"""
         return len(gaps) == len(expected) and all(
-            self.timing.fits(gap, delay, latency) for gap, delay in zip(gaps, expected, strict=True)
+            self.timing.fits(gap, delay, latency)
+            for gap, delay, latency in zip(gaps, expected, self.own, strict=True)
         )
 
     def measured(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
-        """Keep the ladder for the report's chart; its table."""
-        measurements.record(what, self.timing, expected, gaps, self.latency)
+        """Keep the ladder last measured for the report's chart; its table."""
+        measurements.record(what, self.timing, expected, gaps, self.own)
         return self.table(what, expected, gaps)
 
     def table(self, what: str, expected: Sequence[float], gaps: Sequence[float]) -> str:
-        latency = self.latency
         backoff = "unset" if self.retry_backoff is None else self.retry_backoff
         rows = [
-            f"{what}; retryBackoff {backoff}; reconcile time {latency:.3f} s",
-            f"{'retry':>5} {'expected':>10} {'measured':>10} {'accepted':>20}",
+            f"{what}; retryBackoff {backoff}; the controller's own time in each gap (a "
+            f"reconcile's untraced start {self.untraced:.3f} s and what the witness saw)",
+            f"{'retry':>5} {'expected':>10} {'measured':>10} {'own time':>9} {'accepted':>20}",
         ]
-        for number, (delay, gap) in enumerate(zip_longest(expected, gaps), 1):
-            if gap is None:
-                measured, verdict = "-", "MISSING"
+        for number, (delay, gap, latency) in enumerate(zip_longest(expected, gaps, self.own), 1):
+            if gap is None or latency is None:
+                measured, mine, band, verdict = "-", "-", "-", "MISSING"
             else:
-                measured = f"{gap:.3f} s"
+                measured, mine = f"{gap:.3f} s", f"{latency:.3f} s"
+                band = self.timing.band_text(delay, latency)
                 verdict = "ok" if self.timing.fits(gap, delay, latency) else "OFF"
-            band = self.timing.band_text(delay, latency)
-            rows.append(f"{number:>5} {delay:>8.3f} s {measured:>10} {band:>20}  {verdict}")
+            rows.append(
+                f"{number:>5} {delay:>8.3f} s {measured:>10} {mine:>9} {band:>20}  {verdict}"
+            )
         return "\n".join(rows)
 
 
@@ -215,8 +245,8 @@ def release_with(
             since = within.recorder.mark()
             app.request_sync()
         app.wait_applied("True", "Applied")
-        latency = app.reconcile_time(since)
-        return Ladder(app, retry_backoff, timing, resync_clock, latency=latency)
+        latency, untraced = app.reconcile_time(since), app.untraced_start(since)
+        return Ladder(app, retry_backoff, timing, resync_clock, latency=latency, untraced=untraced)
 
     return make
 
@@ -344,7 +374,7 @@ def test_each_release_counts_its_own_failures(
     wrong = []
     for ladder in (first, second):
         attempts = ladder.app.wait_attempts(len(expected) + 1, since=since, timeout=total)
-        gaps = gaps_of([a.at for a in attempts[: len(expected) + 1]])
+        gaps = ladder.measure(attempts[: len(expected) + 1], expected)
         where = f"{ladder.app.namespace}/{ladder.app.name}"
         print(ladder.measured(f"{where}, beside the other", expected, gaps))
         if not ladder.fits(gaps, expected):

@@ -61,19 +61,21 @@ def record(
 
 
 def periods_off(
-    what: str, timing: Timing, period: float, gaps: list[float], latency: float
+    what: str, timing: Timing, period: float, gaps: list[float], latency: float | list[float]
 ) -> list[str]:
     """Every gap against the one period it should be, and all of them against as many
     periods: a period off by less than one gap's slack (500ms come as 1 s) is off by as much
     at every gap, and the sum shows it (the slack for timer jitter is not spent each time).
-    Kept for the report; returns what is off its band, measured, expected and band."""
-    points = record(what, timing, period, gaps, latency)
+    `latency` is the controller's own time in each gap (one for all, or one per gap). Kept
+    for the report; returns what is off its band, measured, expected and band."""
+    latencies = latency if isinstance(latency, list) else [latency] * len(gaps)
+    points = measurements.record(what, timing, [period] * len(gaps), gaps, latencies)
     points += measurements.record(
         f"{what}, {len(gaps)} in all",
         timing,
         [period * len(gaps)],
         [sum(gaps)],
-        latency * len(gaps),
+        sum(latencies),
     )
     return [f"{what}: {point.describe()}" for point in points if not point.ok]
 
@@ -98,7 +100,9 @@ def periods_off_for(
     resync_clock: ResyncClock,
 ) -> list[str]:
     """Measure the periods of an automatic Release created at `start` with interval
-    `written`: its apply attempts (its reconciles); what is off the interval."""
+    `written`: its apply attempts (its reconciles); what is off the interval. `latency`, its
+    creating reconcile's time, sets how long to wait; each gap is allowed the controller's own
+    time measured in it."""
     interval = RECONCILE_INTERVALS[written]
     periods = periods_of(interval)
     timeout = start - app.releases.recorder.mark() + timing.reconcile
@@ -107,14 +111,15 @@ def periods_off_for(
         timeout=timeout + periods * (interval + timing.slack(interval, latency)),
     )[: periods + 1]
     gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
+    own = app.own_times(attempts, [interval] * periods, app.untraced_start(start))
     print(
         f"interval {written}: {periods} gaps between apply attempts "
         f"{', '.join(f'{gap:.3f}' for gap in gaps)} s, median {statistics.median(gaps):.3f}"
-        f" s (reconcile time {latency:.3f} s; accepted {timing.band_text(interval, latency)})"
+        f" s (the controller's own time in them {', '.join(f'{o:.3f}' for o in own)} s)"
     )
     note = ticks_note(resync_clock, start, attempts[-1].at)
     what = f"interval {written}: apply attempts"
-    return [f"{off}{note}" for off in periods_off(what, timing, interval, gaps, latency)]
+    return [f"{off}{note}" for off in periods_off(what, timing, interval, gaps, own)]
 
 
 def interval_slot(timing: Timing, resync_clock: ResyncClock, *written: str) -> None:

@@ -121,13 +121,6 @@ def ticks_note(resync_clock: ResyncClock, start: float, end: float) -> str:
     return f"; NOTE: resync tick(s) at {', '.join(f'+{t:.2f} s' for t in inside)} fell inside"
 
 
-def retry_wait(app: App, failed: Attempt, retry: Attempt, delay: float, timing: Timing) -> float:
-    """Seconds between the reconcile of `failed` and the retry of `retry`, due `delay` after it:
-    a trace that comes the delay after the one before it, less the timer's lead, starts the
-    retry."""
-    return app.retry_wait(failed, retry, delay - timing.lead(delay))
-
-
 def gaps(attempts: list[Attempt]) -> list[float]:
     return [b.at - a.at for a, b in itertools.pairwise(attempts)]
 
@@ -460,9 +453,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     reconcile; the Release is then applied (a manual one without a request reports) within
     the backoff delay due at that point (plus slack). No interval is set and no resync tick
     falls in the measurement, so only a backoff retry can explain it. The cause stays through
-    two retries: where the witness sees the failed attempts (DeployFailed, PruneFailed), the
-    waits between their reconciles must grow, and the recovery's wait is judged the same way;
-    elsewhere the recovery must wait for the third delay."""
+    two retries: where the witness sees the failed attempts (DeployFailed, PruneFailed), their
+    gaps must grow, each allowed the controller's own time measured in it, as is the
+    recovery's; elsewhere the recovery must wait for the third delay."""
     app = case.prepare(releases)
     span = case.span(timing)
     resync_clock.quiet_slot(span)
@@ -471,9 +464,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     # The first failure's end, found before retry 1 could come.
     first = failure_end(app, case.reason, start, calm=BACKOFF.delay(1) / 2)
     latency = first - start  # the controller's own reconcile time, in every retry
-    # Where the witness sees each failed attempt, the waits between reconciles are measured
-    # instead: of a reconcile's own time, only its start before its first trace is in them.
-    unseen = app.untraced_start(start) if case.traced else latency
+    # Where the witness sees each failed attempt, the own time in each gap is measured: what
+    # it saw of it, and the start of a reconcile before its first trace, measured here.
+    unseen = app.untraced_start(start) if case.traced else 0.0
     retries = range(1, FAILURES_BEFORE_FIX)
     if not case.traced:
         # A named quiet period: the cause stays through the retries, which apply nothing.
@@ -485,25 +478,21 @@ def test_a_transient_failure_is_retried_with_backoff(
         ladder = sum(BACKOFF.delay(n) for n in retries)
         seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
         expected = [BACKOFF.delay(n) for n in retries]
-        waits = [
-            retry_wait(app, failed, retry, delay, timing)
-            for (failed, retry), delay in zip(itertools.pairwise(seen), expected, strict=True)
-        ]
+        measured, own_times = gaps(seen), app.own_times(seen, expected, unseen)
         print(
-            f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(gaps(seen))} s; waits "
-            f"between their reconciles {seconds(waits)} s (backoff {seconds(expected)} s; "
-            f"a reconcile's untraced start {unseen:.3f} s)"
+            f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s (backoff "
+            f"{seconds(expected)} s; the controller's own time in them {seconds(own_times)} s)"
         )
         note = ticks_note(resync_clock, start, releases.recorder.mark())
         points = measurements.record(
-            f"{case.reason}: retries of the failed attempts", timing, expected, waits, unseen
+            f"{case.reason}: retries of the failed attempts",
+            timing,
+            expected,
+            measured,
+            own_times,
         )
-        off = [
-            f"{p.measured:.2f} s for {p.expected:g} s ({timing.band_text(p.expected, unseen)})"
-            for p in points
-            if not p.ok
-        ]
-        assert not off, f"the waits between failed reconciles are not the backoff's: {off}{note}"
+        off = [p.describe() for p in points if not p.ok]
+        assert not off, f"the gaps between failed attempts are not the backoff's: {off}{note}"
 
     fixing = releases.recorder.mark()
     case.fix(app)
@@ -511,54 +500,51 @@ def test_a_transient_failure_is_retried_with_backoff(
     if failures:
         # The retry after failure k waits delay(k), counted from that failure.
         retry, last = len(failures), failures[-1].at
-        due, reconciles = last + BACKOFF.delay(retry), 1
+        due, estimate = last + BACKOFF.delay(retry), latency
     else:
         # Failures leave no trace here: retries are due on the ladder from the first one,
         # each a reconcile time later.
         retry, after_first = BACKOFF.next_retry(fixing - first)
-        last, due, reconciles = first, first + after_first, retry
+        last, due, estimate = first, first + after_first, latency * retry
     delay = BACKOFF.delay(retry)
-    deadline = due + timing.slack(delay, latency * reconciles)
     try:
         recovered = case.recovery(
-            app, since=fixing, timeout=deadline - releases.recorder.mark() + timing.reconcile
+            app,
+            since=fixing,
+            timeout=due
+            + timing.slack(delay, estimate)
+            - releases.recorder.mark()
+            + timing.reconcile,
         )
     except WitnessTimeout as error:
         release = app.get()
         pytest.fail(
             f"{case.clause} ({case!r}): not recovered within "
-            f"{deadline - last + timing.reconcile:.1f} s of the last failure after its cause "
-            f"was removed (expected: a backoff retry, then Applied {case.settled}); "
-            f"measured: Applied {condition(release)}, lastHandledSyncAt "
+            f"{due + timing.slack(delay, estimate) - last + timing.reconcile:.1f} s of the last "
+            f"failure after its cause was removed (expected: a backoff retry, then Applied "
+            f"{case.settled}); measured: Applied {condition(release)}, lastHandledSyncAt "
             f"{(release.get('status') or {}).get('lastHandledSyncAt')}\n{error}"
         )
-    took = recovered.at - last
+    # Where the witness saw the last failure, the own time in this gap is measured.
+    own = app.own_times([failures[-1], recovered], [delay], unseen)[0] if failures else estimate
+    took, deadline = recovered.at - last, due + timing.slack(delay, own)
     print(
         f"{case.reason}: fixed {fixing - last:.2f} s after the last failure; recovered "
-        f"{took:.2f} s after it (retry {retry} due after {due - last:.2f} s, "
-        f"limit {deadline - last:.2f} s)"
+        f"{took:.2f} s after it (retry {retry} due after {due - last:.2f} s, the controller's "
+        f"own time {own:.2f} s, limit {deadline - last:.2f} s)"
     )
     note = ticks_note(resync_clock, start, recovered.at)
-    if failures:
-        waited = retry_wait(app, failures[-1], recovered, delay, timing)
-        print(f"{case.reason}: the recovery's wait between reconciles {waited:.2f} s")
-        assert timing.fits(waited, delay, unseen), (
-            f"{case.clause} ({case!r}): the recovery is retry {retry} of the backoff, due "
-            f"{delay:g} s after the failed reconcile ({timing.band_text(delay, unseen)}); "
-            f"measured: {waited:.2f} s from that reconcile's end to the retry's first trace{note}"
-        )
-    else:
-        assert recovered.at <= deadline, (
-            f"recovered {took:.2f} s after the last failure, later than retry {retry} of the "
-            f"backoff ({due - last:.2f} s + slack "
-            f"{timing.slack(delay, latency * reconciles):.2f} s){note}"
-        )
-        earliest = due - timing.lead(delay)
-        assert recovered.at >= earliest, (
-            f"recovered {took:.2f} s after the last failure, before retry {retry} of the "
-            f"backoff was due ({due - last:.2f} s - {timing.lead(delay):.2f} s): retried "
-            f"sooner than the backoff{note}"
-        )
+    assert recovered.at <= deadline, (
+        f"{case.clause} ({case!r}): recovered {took:.2f} s after the last failure, later than "
+        f"retry {retry} of the backoff ({due - last:.2f} s + slack "
+        f"{timing.slack(delay, own):.2f} s, with the controller's own time {own:.2f} s){note}"
+    )
+    earliest = due - timing.lead(delay)
+    assert recovered.at >= earliest, (
+        f"{case.clause} ({case!r}): recovered {took:.2f} s after the last failure, before "
+        f"retry {retry} of the backoff was due ({due - last:.2f} s - "
+        f"{timing.lead(delay):.2f} s): retried sooner than the backoff{note}"
+    )
     app.wait_applied(*case.settled)
     case.check(app)
 
