@@ -71,10 +71,11 @@ class Ladder:
     #: the witness's time of the last attempt the last climb saw
     last_attempt: float = 0.0
     #: the controller's own reconcile time, measured at the Release's first apply: how long to
-    #: wait for a retry and how long a ladder takes, not how a gap is judged
+    #: wait for a retry and how long a ladder takes, and the least own time a gap is allowed
     latency: float = 0.0
     #: what a reconcile does before the witness sees it, measured at the first apply; each gap
-    #: is judged with it and the rest of the controller's own time, measured in that gap
+    #: is allowed it and the rest of the controller's own time measured in that gap, or
+    #: `latency` where that is more
     untraced: float = 0.0
     #: the controller's own time in each gap of the last ladder measured (`measure`)
     own: list[float] = field(default_factory=list)
@@ -135,18 +136,19 @@ class Ladder:
 
     def _retry(self, last: Attempt, delay: float, since: float, count: int) -> Attempt:
         """The attempt of the retry due `delay` after `last`: awaited until its delay and slack
-        have passed, then, if the witness saw its reconcile start by then, for as long as a
-        reconcile may take (the controller's own time is judged once the gap is known)."""
+        have passed, then, if the witness saw its reconcile start by then, for that slack again
+        (the controller's own time is judged once the gap is known). A retry that holds
+        instead of applying fails no later than that."""
         recorder = self.app.releases.recorder
-        due = last.at + delay + self.timing.slack(delay, self.latency)
+        slack = self.timing.slack(delay, self.latency)
         try:
             return self.app.wait_attempts(
-                count, since=since, timeout=max(due - recorder.mark(), 0.0)
+                count, since=since, timeout=max(last.at + delay + slack - recorder.mark(), 0.0)
             )[count - 1]
         except WitnessTimeout:
             if not self.app.retry_started(last, delay):
                 raise
-        return self.app.wait_attempts(count, since=since)[count - 1]
+        return self.app.wait_attempts(count, since=since, timeout=slack)[count - 1]
 
     def outlast(self, delay: float) -> None:
         """A quiet period through the retry that was due `delay` after the last attempt, so
@@ -175,7 +177,8 @@ class Ladder:
     def measure(self, seen: Sequence[Attempt], expected: Sequence[float]) -> list[float]:
         """The gaps between the attempts `seen`, retries due `expected` apart; keeps the
         controller's own time in each for `fits`, `measured` and `table`."""
-        self.own = self.app.own_times(seen, expected[: len(seen) - 1], self.untraced)
+        own = self.app.own_times(seen, expected[: len(seen) - 1], self.untraced)
+        self.own = [max(self.latency, mine) for mine in own]
         return gaps_of([attempt.at for attempt in seen])
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
@@ -194,7 +197,8 @@ class Ladder:
         backoff = "unset" if self.retry_backoff is None else self.retry_backoff
         rows = [
             f"{what}; retryBackoff {backoff}; the controller's own time in each gap (a "
-            f"reconcile's untraced start {self.untraced:.3f} s and what the witness saw)",
+            f"reconcile's untraced start {self.untraced:.3f} s and what the witness saw, at "
+            f"least the reconcile time {self.latency:.3f} s)",
             f"{'retry':>5} {'expected':>10} {'measured':>10} {'own time':>9} {'accepted':>20}",
         ]
         for number, (delay, gap, latency) in enumerate(zip_longest(expected, gaps, self.own), 1):

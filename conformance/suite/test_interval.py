@@ -100,9 +100,9 @@ def periods_off_for(
     resync_clock: ResyncClock,
 ) -> list[str]:
     """Measure the periods of an automatic Release created at `start` with interval
-    `written`: its apply attempts (its reconciles); what is off the interval. `latency`, its
-    creating reconcile's time, sets how long to wait; each gap is allowed the controller's own
-    time measured in it."""
+    `written`: its apply attempts (its reconciles); what is off the interval. Each gap is
+    allowed the controller's own time measured in it, or `latency`, its creating reconcile's
+    time, where that is more."""
     interval = RECONCILE_INTERVALS[written]
     periods = periods_of(interval)
     timeout = start - app.releases.recorder.mark() + timing.reconcile
@@ -111,7 +111,8 @@ def periods_off_for(
         timeout=timeout + periods * (interval + timing.slack(interval, latency)),
     )[: periods + 1]
     gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
-    own = app.own_times(attempts, [interval] * periods, app.untraced_start(start))
+    own_times = app.own_times(attempts, [interval] * periods, app.untraced_start(start))
+    own = [max(latency, mine) for mine in own_times]
     print(
         f"interval {written}: {periods} gaps between apply attempts "
         f"{', '.join(f'{gap:.3f}' for gap in gaps)} s, median {statistics.median(gaps):.3f}"
