@@ -595,17 +595,21 @@ class App:
         the gap is the wait between the two reconciles and what the following one did before
         its first trace (`untraced_start`). A trace that comes the delay after the one before
         it, less the timer's lead, starts the following reconcile."""
-        threshold = delay - self.releases.timing.lead(delay)
-        end = self.reconcile_end_after(attempt.at, following.at, threshold)
+        end = self._end_before_retry(attempt, following.at, delay)
         traced = [trace.at for trace in self.traces(since=end) if end < trace.at < following.at]
         return (end - attempt.at) + (following.at - min([following.at, *traced]))
 
     def retry_started(self, attempt: Attempt, delay: float) -> bool:
         """Has the witness seen the reconcile due `delay` after the one of `attempt` start:
         a trace the delay (less the timer's lead) after the one before it?"""
-        threshold = delay - self.releases.timing.lead(delay)
-        end = self.reconcile_end_after(attempt.at, math.inf, threshold)
+        end = self._end_before_retry(attempt, math.inf, delay)
         return any(trace.at > end for trace in self.traces(since=end))
+
+    def _end_before_retry(self, attempt: Attempt, before: float, delay: float) -> float:
+        """`reconcile_end_after` for the reconcile of `attempt`, whose next one is due `delay`
+        after it: a trace the delay, less the timer's lead, after the one before starts it."""
+        threshold = delay - self.releases.timing.lead(delay)
+        return self.reconcile_end_after(attempt.at, before, threshold)
 
     def own_times(
         self, attempts: Sequence[Attempt], delays: Sequence[float], untraced: float

@@ -35,6 +35,18 @@ def test_a_point_is_accepted_inside_its_band_only() -> None:
     assert len(measurements.record("extra", timing, [2.0], [2.0, 2.0])) == 1
 
 
+def test_each_point_takes_the_controllers_own_time_given_for_it() -> None:
+    """A gap in which the controller spent 0.4 s of its own is accepted 0.4 s later than one
+    in which it spent none; one figure for all stretches every band alike."""
+    timing = Timing()
+    high = timing.band(1.0)[1]
+    measured = [high + 0.3] * 2
+    slow, quick = measurements.record("periods", timing, [1.0, 1.0], measured, [0.4, 0.0])
+    assert slow.ok and not quick.ok
+    assert slow.high == pytest.approx(high + 0.4)
+    assert all(p.ok for p in measurements.record("periods", timing, [1.0] * 2, measured, 0.4))
+
+
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_the_report_carries_and_draws_what_a_test_measured(
     pytester: pytest.Pytester, workers: list[str]
