@@ -622,6 +622,21 @@ class App:
             for (attempt, following), delay in pairs
         ]
 
+    def traced_start(self, attempt: Attempt, pause: float) -> float:
+        """How long the reconcile of `attempt` ran before it, as the witness saw it: back to
+        the first of the traces that lead up to it, each less than `pause` (the shortest wait
+        between two reconciles) after the one before (a condition written when it starts, a
+        slow render), within one reconcile timeout."""
+        start = attempt.at
+        window = attempt.at - self.releases.timing.reconcile
+        for trace in reversed(self.traces(since=window)):
+            if trace.at >= start:
+                continue
+            if start - trace.at >= pause:
+                break
+            start = trace.at
+        return attempt.at - start
+
     def untraced_start(self, since: float) -> float:
         """How long the reconcile that a write of this Release after `since` started ran
         before the witness saw its first trace (a watch event, a read, a render: nothing a

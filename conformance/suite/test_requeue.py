@@ -482,9 +482,9 @@ def test_a_transient_failure_is_retried_with_backoff(
     # The first failure's end, found before retry 1 could come.
     first = failure_end(app, case.reason, start, calm=BACKOFF.delay(1) / 2)
     latency = first - start  # the controller's own reconcile time, in every retry
-    # Where the witness sees each failed attempt, the own time in each gap is measured: what
-    # it saw of it, and the start of a reconcile before its first trace, measured here.
-    unseen = app.untraced_start(start) if case.traced else 0.0
+    # The own time in a gap is measured where the witness sees it: what it saw, and the start
+    # of a reconcile before its first trace, measured here.
+    unseen = app.untraced_start(start)
     retries = range(1, FAILURES_BEFORE_FIX)
     if not case.traced:
         # A named quiet period: the cause stays through the retries, which apply nothing.
@@ -545,13 +545,20 @@ def test_a_transient_failure_is_retried_with_backoff(
     if failures:  # the own time in this gap is measured, as in the gaps before
         [in_gap] = app.own_times([failures[-1], recovered], [BACKOFF.delay(len(failures))], unseen)
         candidates = [(n, due, max(own, in_gap)) for n, due, own in candidates]
+    else:  # the recovery may take longer than a failed retry (it renders): as the witness saw
+        pause = min(BACKOFF.delay(n) - timing.lead(BACKOFF.delay(n)) for n, _, _ in candidates)
+        recovery = max(latency, unseen + app.traced_start(recovered, pause))
+        candidates = [(n, due, latency * (n - 1) + recovery) for n, due, _ in candidates]
     bands = {
         n: (due - timing.lead(BACKOFF.delay(n)), due + timing.slack(BACKOFF.delay(n), own))
         for n, due, own in candidates
     }
     took = recovered.at - last
+    owns = {n: own for n, _, own in candidates}
     due_text = " or ".join(
-        f"retry {n} ({low - last:.2f}..{high - last:.2f} s)" for n, (low, high) in bands.items()
+        f"retry {n} ({low - last:.2f}..{high - last:.2f} s, the controller's own time "
+        f"{owns[n]:.2f} s)"
+        for n, (low, high) in bands.items()
     )
     print(
         f"{case.reason}: fixed {fixing - last:.2f} s after the last failure; recovered "
