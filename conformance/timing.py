@@ -9,7 +9,9 @@ slow controller.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +43,11 @@ def parse_seconds(value: object) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValueError(f"{value!r} is not a number of seconds or a duration such as 2m or 90s")
     return sum(float(number) * _UNITS[unit] for number, unit in parts)
+
+
+def gaps_between(times: Iterable[float]) -> list[float]:
+    """Seconds from each of `times` to the next: the periods and delays a test measures."""
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
 def _field(default: float, maximum: float, help: str) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from itertools import pairwise, zip_longest
+from itertools import zip_longest
 from typing import Any
 
 import pytest
@@ -35,7 +35,7 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
-from conformance.timing import Timing
+from conformance.timing import Timing, gaps_between
 
 # The rule's own constants.
 #: A factor below 1, or none, is taken as 2.
@@ -179,7 +179,7 @@ class Ladder:
         controller's own time in each for `fits`, `measured` and `table`."""
         own = self.app.own_times(seen, expected[: len(seen) - 1], self.untraced)
         self.own = [max(self.latency, mine) for mine in own]
-        return gaps_of([attempt.at for attempt in seen])
+        return gaps_between(attempt.at for attempt in seen)
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:
         """Do the gaps last measured fit these delays, each with its own time?"""
@@ -212,10 +212,6 @@ class Ladder:
                 f"{number:>5} {delay:>8.3f} s {measured:>10} {mine:>9} {band:>20}  {verdict}"
             )
         return "\n".join(rows)
-
-
-def gaps_of(times: Sequence[float]) -> list[float]:
-    return [later - earlier for earlier, later in pairwise(times)]
 
 
 @pytest.fixture

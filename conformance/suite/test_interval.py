@@ -7,7 +7,6 @@ witness) are its reconciles. Measurements sit in slots free of the controller's 
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 import time
@@ -30,7 +29,7 @@ from conformance.observe.releases import (
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt
 from conformance.polling import poll_until
-from conformance.timing import Timing
+from conformance.timing import Timing, gaps_between
 
 AUTOMATIC = {"automatic": True}
 #: Intervals as written in spec.syncPolicy.interval, and their seconds. Their accepted ranges
@@ -117,7 +116,7 @@ def periods_off_for(
         count=periods + 1,
         timeout=timeout + periods * (interval + timing.slack(interval, latency)),
     )[: periods + 1]
-    gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
+    gaps = gaps_between(attempt.at for attempt in attempts)
     own_times = app.own_times(attempts, [interval] * periods, app.untraced_start(start))
     own = [max(latency, mine) for mine in own_times]
     print(
@@ -220,27 +219,30 @@ def test_a_manual_release_is_reconciled_every_interval_too(
     created = releases.recorder.mark()
     app = releases.app("web", sync_policy={"interval": written})
     app.wait_applied("False", "WaitingForSync")
-    latency = app.reconcile_time(created)  # the controller's own time, in every gap
+    latency = app.reconcile_time(created)  # the controller's own time, at the least
     # The first report comes at any point of the period; a resync tick would report early.
     resync_clock.quiet_slot((periods + 1) * (interval + timing.slack(interval, latency)))
-    reports = []
-    for n in range(2, periods + 3):
-        reports.append(render_reported(app, f"v{n}", timeout=interval + timing.reconcile))
-    gaps = [b - a for a, b in itertools.pairwise(reports)]
-    accepted = gap_band_text(timing, interval, latency)
+    reports = [
+        render_reported(app, f"v{n}", timeout=interval + timing.reconcile)
+        for n in range(2, periods + 3)
+    ]
+    gaps = gaps_between(report.at for report in reports)
+    own_times = app.own_times(reports, [interval] * len(gaps), app.untraced_start(created))
+    own = [max(latency, mine) for mine in own_times]
     print(
         f"manual, interval {written}: new renders reported "
-        f"{', '.join(f'{gap:.3f}' for gap in gaps)} s apart (reconcile time {latency:.3f} s; "
-        f"accepted {accepted})"
+        f"{', '.join(f'{gap:.3f}' for gap in gaps)} s apart (the controller's own time in "
+        f"them {', '.join(f'{o:.3f}' for o in own)} s; accepted "
+        f"{gap_band_text(timing, interval, max(own))})"
     )
-    wrong = periods_off(f"manual, interval {written}: reports", timing, interval, gaps, latency)
+    wrong = periods_off(f"manual, interval {written}: reports", timing, interval, gaps, own)
     assert not wrong, "INT-1.manual: new renders reported off the interval: " + "; ".join(wrong)
 
 
-def render_reported(app: App, content: str, timeout: float) -> float:
-    """Give the source new content (no event); return when the controller's status write that
-    reported its render came: the last one the witness had seen by the time a read showed the
-    new renderRef."""
+def render_reported(app: App, content: str, timeout: float) -> Attempt:
+    """Give the source new content (no event); return the controller's status write that
+    reported its render: the last one the witness had seen by the time a read showed the new
+    renderRef."""
     recorder = app.releases.recorder
     since = recorder.mark()
     app.wait_for(app.new_render(content), f"report of the render of {content}", timeout)
@@ -248,7 +250,7 @@ def render_reported(app: App, content: str, timeout: float) -> float:
         since=since, kind="Release", name=app.name, subresource="status", where=not_by_suite
     )
     assert writes, f"{app.name}: a new renderRef, but no status write of the controller seen"
-    return writes[-1].at
+    return writes[-1]
 
 
 #: Interval changes by a spec edit: the interval written at creation (None: unset) and the
@@ -303,7 +305,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
         attempts = app.wait_attempts(
             count=4, since=settled, timeout=settled + budget - releases.recorder.mark()
         )[:4]
-        gaps = [b.at - a.at for a, b in itertools.pairwise(attempts)]
+        gaps = gaps_between(attempt.at for attempt in attempts)
         print(f"{label}: gaps {', '.join(f'{g:.3f}' for g in gaps)} s")
         wrong = periods_off(f"{label}: apply attempts", timing, new, gaps, latency)
         note = ticks_note(resync_clock, settled, attempts[-1].at)
@@ -418,7 +420,7 @@ def test_without_an_interval_only_events_and_the_resync_start_a_reconcile(
             f"{resynced.at - tick:+.2f} s from the resync sentinel's tick"
         )
     ticks = resync_clock.ticks_from(begun)
-    periods = [b - a for a, b in itertools.pairwise(ticks)]
+    periods = gaps_between(ticks)
     print(
         f"resync sentinel (interval unset): {len(ticks)} attempts in the test, "
         f"{', '.join(f'{p:.2f}' for p in periods) or 'none'} s apart "
@@ -538,7 +540,7 @@ def assert_drift_checked_every(
     interval = INTERVALS[written]
     budget = 4 * (interval + timing.slack(interval, latency)) + timing.reconcile
     checks = drift_checks(app, 4, budget, drifted=drifted)
-    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(checks)][1:]
+    gaps = gaps_between(check.timestamp() for check in checks)[1:]
     print(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "
         f"reconcile time {latency:.3f} s; accepted {gap_band_text(timing, interval, latency)})"

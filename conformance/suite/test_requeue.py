@@ -10,7 +10,6 @@ sits in a slot free of the controller's resync ticks (`resync_clock.quiet_slot`)
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,7 +42,7 @@ from conformance.observe.releases import (
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout, witness_deletes
 from conformance.polling import quiet_period
-from conformance.timing import Timing
+from conformance.timing import Timing, gaps_between
 from convoyapi import API_VERSION, LIFECYCLE, PIN, SYNC_REQUESTED_AT
 
 NAME = "web"
@@ -67,13 +66,12 @@ class Backoff:
         """When `retry` is due after the first failure, on the ladder (no reconcile time)."""
         return sum(self.delay(n) for n in range(1, retry + 1))
 
-    def next_retry(self, elapsed: float) -> tuple[int, float]:
-        """The first retry due more than `elapsed` s after the first failure: (n, when due)."""
-        retry, due = 1, self.delay(1)
-        while due <= elapsed:
+    def next_retry(self, elapsed: float) -> int:
+        """The first retry due more than `elapsed` s after the first failure."""
+        retry = 1
+        while self.due(retry) <= elapsed:
             retry += 1
-            due += self.delay(retry)
-        return retry, due
+        return retry
 
 
 BACKOFF = Backoff(initial=1.0, factor=2)
@@ -129,7 +127,7 @@ def retries_after(elapsed: float, timing: Timing, latency: float) -> list[int]:
     """The retries that may come `elapsed` s after the first failure or later: the first one
     due after it, and the one before where its slack (a reconcile time per retry) reaches past
     it: that one may have met the cause or not."""
-    retry, _ = BACKOFF.next_retry(elapsed)
+    retry = BACKOFF.next_retry(elapsed)
     before = retry - 1
     if (
         before
@@ -137,10 +135,6 @@ def retries_after(elapsed: float, timing: Timing, latency: float) -> list[int]:
     ):
         return [before, retry]
     return [retry]
-
-
-def gaps(attempts: list[Attempt]) -> list[float]:
-    return [b.at - a.at for a, b in itertools.pairwise(attempts)]
 
 
 def seconds(values: list[float]) -> str:
@@ -496,7 +490,7 @@ def test_a_transient_failure_is_retried_with_backoff(
         ladder = sum(BACKOFF.delay(n) for n in retries)
         seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
         expected = [BACKOFF.delay(n) for n in retries]
-        measured = gaps(seen)
+        measured = gaps_between(attempt.at for attempt in seen)
         own_times = [max(latency, own) for own in app.own_times(seen, expected, unseen)]
         print(
             f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s (backoff "
