@@ -170,8 +170,10 @@ class Ladder:
 
     def _until_due(self, delay: float) -> float:
         """Seconds from now until the retry due `delay` after the last attempt has had its
-        slack."""
-        end = self.last_attempt + delay + self.timing.slack(delay, self.latency)
+        slack, with the most own time of a gap in the last ladder: a retry pending from it
+        comes as late as its retries did."""
+        own = max([self.latency, *self.own])
+        end = self.last_attempt + delay + self.timing.slack(delay, own)
         return max(end - self.app.releases.recorder.mark(), 0.0)
 
     def measure(self, seen: Sequence[Attempt], expected: Sequence[float]) -> list[float]:

@@ -506,7 +506,7 @@ def test_the_observer_checks_drift_on_the_release_interval(
     else:
         app = drifted_manual_app(releases, policy, drift)
     latency = app.reconcile_time(created)
-    assert_drift_checked_every(app, written, latency, timing, drifted=drift is not None)
+    assert_drift_checked_every(app, written, created, latency, timing, drifted=drift is not None)
 
 
 #: Interval changes for the drift checks: longer, and from one far off to a short one.
@@ -529,24 +529,57 @@ def test_the_observer_checks_drift_on_a_changed_interval(
         before = INTERVALS[old]
         drift_checks(app, 2, 2 * (before + timing.slack(before, latency)) + timing.reconcile)
     app.patch({"spec": {"syncPolicy": {"interval": new}}})
-    assert_drift_checked_every(app, new, latency, timing)
+    assert_drift_checked_every(app, new, created, latency, timing)
 
 
 def assert_drift_checked_every(
-    app: App, written: str, latency: float, timing: Timing, *, drifted: bool = True
+    app: App,
+    written: str,
+    created: float,
+    latency: float,
+    timing: Timing,
+    *,
+    drifted: bool = True,
 ) -> None:
     """driftCheckedAt advances every interval `written`: four checks from now, the gaps after
-    the first judged (a check under way, or due before, may come sooner)."""
+    the first judged (a check under way, or due before, may come sooner), each with the
+    controller's own time in it (`drift_check_own_times`)."""
     interval = INTERVALS[written]
     budget = 4 * (interval + timing.slack(interval, latency)) + timing.reconcile
     checks = drift_checks(app, 4, budget, drifted=drifted)
     gaps = gaps_between(check.timestamp() for check in checks)[1:]
+    own = drift_check_own_times(app, checks[2:], app.untraced_start(created), latency)
     print(
         f"drift checks {', '.join(f'{g:.3f}' for g in gaps)} s apart (interval {written}, "
-        f"reconcile time {latency:.3f} s; accepted {gap_band_text(timing, interval, latency)})"
+        f"the controller's own time in them {', '.join(f'{o:.3f}' for o in own)} s; accepted "
+        f"{gap_band_text(timing, interval, max(own))})"
     )
-    wrong = periods_off(f"drift checks, interval {written}", timing, interval, gaps, latency)
+    wrong = periods_off(f"drift checks, interval {written}", timing, interval, gaps, own)
     assert not wrong, f"INT-2: drift checks off the interval: {'; '.join(wrong)}"
+
+
+def drift_check_own_times(
+    app: App, checks: list[datetime], untraced: float, latency: float
+) -> list[float]:
+    """The controller's own time before each of `checks`: a drift check may wait for a
+    reconcile of the same Release under way (the periodic one runs on the same interval), then
+    reads the objects. As the witness saw it: from the start of the reconcile whose traces
+    lead up to the inventory write that recorded the check (with its untraced start) to that
+    write; at least `latency`, the creating reconcile's time."""
+    recorded: dict[datetime, Attempt] = {}
+    for write in app.releases.recorder.attempts(
+        kind="ReleaseInventory", name=app.name, subresource="status", where=not_by_suite
+    ):
+        checked = (write.status or {}).get("driftCheckedAt")
+        if checked:
+            recorded.setdefault(parse_time(checked), write)
+    pause = app.pause_between_reconciles()
+    own = []
+    for check in checks:
+        found = recorded.get(check)
+        waited = app.traced_start(found, pause) if found else 0.0
+        own.append(max(latency, untraced + waited) if waited else latency)
+    return own
 
 
 @pytest.mark.clause("INT-2.no-interval")
