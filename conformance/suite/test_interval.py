@@ -283,9 +283,11 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     (old_text, old), (written, new) = INTERVAL_CHANGES[change]
     pending = old if old <= 1.0 else 0.0  # a reconcile the old interval has scheduled by then
     # The slot: the periods up to the edit and the transition's, then four new periods (or
-    # the quiet period), each with its slack; as long as a resync period allows.
+    # the quiet period), each with its slack, and the reconciles' own time (the creating and
+    # the editing ones besides); as long as a resync period allows.
     periods = [pending] * 3 + ([new] * 4 if new else [timing.quiet])
     wanted = timing.slack(0) + sum(p + timing.slack(p) for p in periods)
+    wanted += timing.room(len(periods) + 2)
     resync_clock.quiet_slot(min(wanted, resync_clock.longest_slot()))
     policy = AUTOMATIC if old_text is None else {**AUTOMATIC, "interval": old_text}
     app = releases.app("web", sync_policy=policy)

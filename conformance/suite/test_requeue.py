@@ -213,7 +213,7 @@ class Transient:
         """Seconds from the start of the measurement to the latest recovery the test accepts."""
         before_fix = sum(BACKOFF.delay(n) for n in range(1, FAILURES_BEFORE_FIX))
         delay = BACKOFF.delay(FAILURES_BEFORE_FIX)
-        reconciles = FAILURES_BEFORE_FIX * timing.late  # each retry's own reconcile time
+        reconciles = timing.room(FAILURES_BEFORE_FIX + 1)  # the failures' and the recovery's
         return timing.slack(0) + before_fix + delay + timing.slack(delay) + reconciles
 
     @property
