@@ -473,13 +473,18 @@ def drift_checks(app: App, count: int, budget: float, *, drifted: bool = True) -
 DRIFTS = {"changed": App.drift, "deleted": App.delete_object}
 
 
-def drifted_manual_app(releases: Releases, sync_policy: dict, drift: str = "changed") -> App:
-    """A manual Release applied once, then drifted: the drift stays for the observer."""
+def drifted_manual_app(
+    releases: Releases, sync_policy: dict, drift: str = "changed"
+) -> tuple[App, float]:
+    """A manual Release applied once by a /sync, then drifted: the drift stays for the
+    observer. With the time of the reconcile that applied it: the controller's own time."""
     app = releases.app("web", sync_policy=sync_policy)
+    synced = releases.recorder.mark()
     app.request_sync()
     app.wait_applied("True", "Applied")
+    latency = app.reconcile_time(synced)
     DRIFTS[drift](app)
-    return app
+    return app, latency
 
 
 @pytest.mark.parametrize(
@@ -499,15 +504,15 @@ def test_the_observer_checks_drift_on_the_release_interval(
 
     A drift check may wait for a reconcile of the same Release that is under way (the
     periodic reconcile runs on the same interval), so the band allows the controller's own
-    reconcile time, as measured at creation, as the other interval tests do."""
+    reconcile time, as measured at the first apply, as the other interval tests do."""
     written, drift = target
     created = releases.recorder.mark()
     policy = {"interval": written}
     if drift is None:
         app = applied_automatic_app(releases, sync_policy=policy)
+        latency = app.reconcile_time(created)
     else:
-        app = drifted_manual_app(releases, policy, drift)
-    latency = app.reconcile_time(created)
+        app, latency = drifted_manual_app(releases, policy, drift)
     assert_drift_checked_every(app, written, created, latency, timing, drifted=drift is not None)
 
 
@@ -525,8 +530,7 @@ def test_the_observer_checks_drift_on_a_changed_interval(
     check due ten minutes after the last by the old interval is not waited for."""
     old, new = DRIFT_INTERVAL_CHANGES[change]
     created = releases.recorder.mark()
-    app = drifted_manual_app(releases, {"interval": old})
-    latency = app.reconcile_time(created)
+    app, latency = drifted_manual_app(releases, {"interval": old})
     if old in INTERVALS:  # the observer checks drift on the old interval before the change
         before = INTERVALS[old]
         drift_checks(app, 2, 2 * (before + timing.slack(before, latency)) + timing.reconcile)
@@ -589,7 +593,7 @@ def test_without_an_interval_the_observer_checks_no_drift(
     releases: Releases, timing: Timing
 ) -> None:
     """The observer assesses health every few seconds; it must not check drift meanwhile."""
-    app = drifted_manual_app(releases, {})
+    app, _ = drifted_manual_app(releases, {})
     app.wait_for(lambda _: widgets.inventory(app) is not None, "the ReleaseInventory")
     app.holds_for(
         lambda _: "driftCheckedAt" not in widgets.inventory_status(app),
