@@ -612,13 +612,19 @@ class App:
         return self.reconcile_end_after(attempt.at, before, threshold)
 
     def own_times(
-        self, attempts: Sequence[Attempt], delays: Sequence[float], untraced: float
+        self,
+        attempts: Sequence[Attempt],
+        delays: Sequence[float],
+        untraced: float,
+        *,
+        least: float = 0.0,
     ) -> list[float]:
         """The controller's own time in each gap between consecutive `attempts`, due `delays`
-        apart: `untraced` (see `untraced_start`) and what the witness saw (`own_time`)."""
+        apart: `untraced` (see `untraced_start`) and what the witness saw (`own_time`), or
+        `least` (a reconcile time the test measured) where that is more."""
         pairs = zip(itertools.pairwise(attempts), delays, strict=True)
         return [
-            untraced + self.own_time(attempt, following, delay)
+            max(least, untraced + self.own_time(attempt, following, delay))
             for (attempt, following), delay in pairs
         ]
 

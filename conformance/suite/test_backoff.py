@@ -179,8 +179,9 @@ class Ladder:
     def measure(self, seen: Sequence[Attempt], expected: Sequence[float]) -> list[float]:
         """The gaps between the attempts `seen`, retries due `expected` apart; keeps the
         controller's own time in each for `fits`, `measured` and `table`."""
-        own = self.app.own_times(seen, expected[: len(seen) - 1], self.untraced)
-        self.own = [max(self.latency, mine) for mine in own]
+        self.own = self.app.own_times(
+            seen, expected[: len(seen) - 1], self.untraced, least=self.latency
+        )
         return gaps_between(attempt.at for attempt in seen)
 
     def fits(self, gaps: Sequence[float], expected: Sequence[float]) -> bool:

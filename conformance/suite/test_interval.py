@@ -117,8 +117,7 @@ def periods_off_for(
         timeout=timeout + periods * (interval + timing.slack(interval, latency)),
     )[: periods + 1]
     gaps = gaps_between(attempt.at for attempt in attempts)
-    own_times = app.own_times(attempts, [interval] * periods, app.untraced_start(start))
-    own = [max(latency, mine) for mine in own_times]
+    own = app.own_times(attempts, [interval] * periods, app.untraced_start(start), least=latency)
     print(
         f"interval {written}: {periods} gaps between apply attempts "
         f"{', '.join(f'{gap:.3f}' for gap in gaps)} s, median {statistics.median(gaps):.3f}"
@@ -227,8 +226,7 @@ def test_a_manual_release_is_reconciled_every_interval_too(
         for n in range(2, periods + 3)
     ]
     gaps = gaps_between(report.at for report in reports)
-    own_times = app.own_times(reports, [interval] * len(gaps), app.untraced_start(created))
-    own = [max(latency, mine) for mine in own_times]
+    own = app.own_times(reports, [interval] * len(gaps), app.untraced_start(created), least=latency)
     print(
         f"manual, interval {written}: new renders reported "
         f"{', '.join(f'{gap:.3f}' for gap in gaps)} s apart (the controller's own time in "

@@ -491,7 +491,7 @@ def test_a_transient_failure_is_retried_with_backoff(
         seen = case.wait_failures(app, timeout=timing.reconcile + ladder)
         expected = [BACKOFF.delay(n) for n in retries]
         measured = gaps_between(attempt.at for attempt in seen)
-        own_times = [max(latency, own) for own in app.own_times(seen, expected, unseen)]
+        own_times = app.own_times(seen, expected, unseen, least=latency)
         print(
             f"{case.reason}: {len(seen)} failed attempts, gaps {seconds(measured)} s (backoff "
             f"{seconds(expected)} s; the controller's own time in them {seconds(own_times)} s)"
