@@ -286,6 +286,25 @@ def interval_read_once() -> None:
     sync_policy_read_once("interval")
 
 
+@mutant("removed-interval-kept", "INT-3.removed")
+def removed_interval_kept() -> None:
+    """The interval is kept per Release and taken from the spec where it is written: an
+    interval removed from the spec leaves the last one in place (one written as 0 stops it),
+    as a controller that merges each spec into the settings it remembers does."""
+    remembered: dict[str, float] = {}
+    lock = threading.Lock()
+
+    @wrap(policy.SyncPolicy, "of")
+    def of(original, release: Obj):
+        read = original(release)
+        written = "interval" in ((release.get("spec") or {}).get("syncPolicy") or {})
+        with lock:
+            if written:
+                remembered[release["metadata"]["uid"]] = read.interval
+            interval = remembered.get(release["metadata"]["uid"], read.interval)
+        return _with_interval(read, interval)
+
+
 @mutant("pending-periodic-reconcile-kept", "INT-1.changed")
 def pending_periodic_reconcile_kept() -> None:
     """A Release whose periodic reconcile is scheduled keeps that time: an interval shortened

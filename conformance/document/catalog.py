@@ -698,6 +698,7 @@ RULES: tuple[Rule, ...] = (
         ),
         ("zero", 'Interval 0 ("0s", "0"): no periodic reconcile.'),
         ("changed-to-zero", "An interval changed to 0 stops the periodic reconcile."),
+        ("removed", "An interval removed from the spec stops the periodic reconcile."),
     ),
     rule(
         "BACK-1",

@@ -4,10 +4,11 @@ A uniform draw of events reaches some of the document's cases only by luck in th
 of the CI profile: a manual request in lastHandledSyncAt's second, the one before or the one
 after it; a removed request whose reconcile shows; a ladder of refusals long enough that a
 retryBackoff's curve differs from a wrong one by more than the timing band; a WaitingForSync
-hold between two failures. Each goal names one such case and the clause it shows. A goal is
-reached when the model, stepped by a sequence, shows the case: the goals read the model's
-state before and after each step and its predictions, never the cluster, so a rehearsal of a
-profile's sequences (conformance.harness.model_based.rehearse) says which goals its seed reaches.
+hold between two failures; a new render under an interval in each mode. Each goal names one
+such case and the clause it shows. A goal is reached when the model, stepped by a sequence,
+shows the case: the goals read the model's state before and after each step and its
+predictions, never the cluster, so a rehearsal of a profile's sequences
+(conformance.harness.model_based.rehearse) says which goals its seed reaches.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ REQUEST_GOALS = {
 }
 REMOVED_GOAL = "SYNC-2.removed: a removed request whose reconcile shows"
 HOLD_GOAL = "BACK-4.hold-WaitingForSync: a ladder after a hold reset the failure count"
+#: A new render under an interval, by the mode the periodic reconcile finds the Release in.
+PERIODIC_GOALS = {
+    True: "TRIG-5.interval: the periodic reconcile applies a new render (automatic mode)",
+    False: "INT-1.manual: the periodic reconcile reports a new render (manual mode)",
+}
 
 #: The retries a ladder climbs before its curve shows, by the retryBackoff it climbs
 #: (conformance.harness.model_based.BACKOFFS), and the clause it shows. The default limiter's 5 ms
@@ -57,6 +63,7 @@ GOALS = (
     REMOVED_GOAL,
     *(ladder_goal(name) for name in LADDERS),
     HOLD_GOAL,
+    *PERIODIC_GOALS.values(),
 )
 
 
@@ -98,6 +105,10 @@ class Goals:
                 self.reached.add(HOLD_GOAL)
         elif prediction.apply:
             self.reset_by_hold = 0
+
+    def observe_periodic(self, *, automatic: bool) -> None:
+        """A new render waited for the periodic reconcile, in automatic mode or in manual."""
+        self.reached.add(PERIODIC_GOALS[automatic])
 
     def count_from_zero(self) -> None:
         """A new sequence, or a new controller process: no count is kept, whatever the holds

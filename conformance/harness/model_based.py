@@ -19,8 +19,11 @@ against the model; the resync ticks between steps are checked too, and that
 they come at the controller's period. A failure shrinks to a short sequence, reported as its
 steps with the seed and the command that replays it.
 
-No interval is generated (the periodic reconcile would add reconciles of its own), and retry
-delays stay short so that a sequence runs in seconds. Profiles (--model-profile, per shard of
+A new render waits under an interval in a step of its own: the interval set (a spec edit), the
+render changed, the periodic reconcile that takes it checked (never sooner than its period) and
+the interval taken off again (unset or 0), after which a second new render sees no reconcile for
+a period; elsewhere no interval is drawn, so that every other step's reconciles are its own.
+Retry delays stay short so that a sequence runs in seconds. Profiles (--model-profile, per shard of
 the test): `ci` the same sequences at every run (its seed is fixed, and reaches every goal),
 `long` new ones (a certifying run's), `kill` the CI sequences without shrinking (a kill table
 against the mutants). --model-seed=N with the same profile draws the same sequences again,
@@ -51,10 +54,19 @@ from conformance.document.model import TRANSIENT, Prediction, ReleaseModel, Retr
 from conformance.document.model_goals import LADDERS, Goals
 from conformance.document.model_profiles import Profile
 from conformance.install.base import ControllerUnderTest
-from conformance.observe.releases import App, Releases, condition, kinds, not_by_suite, parse_time
+from conformance.observe.releases import (
+    App,
+    Obj,
+    Releases,
+    applied_is,
+    condition,
+    kinds,
+    not_by_suite,
+    parse_time,
+)
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
-from conformance.timing import Timing
+from conformance.timing import Timing, parse_seconds
 from convoyapi import SYNC_REQUESTED_AT
 
 #: retryBackoff values whose ladders a mutant's differs from by more than the timing band
@@ -86,6 +98,13 @@ STEP_SECONDS = 6.0
 RESTART_SECONDS = 8.0
 #: Each retry's allowance beyond its delay: the controller's reconcile and the band's late side.
 RETRY_SECONDS = 1.0
+#: The interval a new render waits under (INT-1, TRIG-5): long enough that a reconcile the render
+#: change started (none may) shows well before the periodic one is due on a loaded machine, and
+#: no whole number of seconds.
+PERIODIC_INTERVAL = "3500ms"
+#: How that interval is taken off again (INT-3), as spec.syncPolicy.interval is written (None:
+#: removed).
+INTERVAL_OFF: dict[str, str | None] = {"unset": None, "0s": "0s", "0": "0"}
 #: Request times: (what they are relative to, seconds from its second). "handled" is
 #: lastHandledSyncAt, "requested" the last request's time (both: now when there is none, so
 #: that a forced request in automatic mode, say, is in the past or the future too).
@@ -102,6 +121,13 @@ REQUEST_TIMES = {
 }
 #: The request times around lastHandledSyncAt's second.
 NEAR_HANDLED = ("handled-same-second", "handled-next-second", "before-handled")
+
+
+def periodic_slot(period: float) -> float:
+    """What a step under an interval needs beyond a step's own: the periodic reconcile, the
+    interval's removal and its reconcile, the one the interval may have scheduled before, and
+    the quiet period after it."""
+    return STEP_SECONDS + 3 * (period + RETRY_SECONDS)
 
 
 def seconds_text(seconds: float) -> str:
@@ -265,6 +291,45 @@ class Sequence:
             self.model.remove_sync_request()
             self._finish([first, self._predict_one()], since, chained_from=2)
 
+    def periodic_render(self, written: str, content: str, off: str) -> None:
+        """The interval `written` set (a spec edit: a reconcile), a new render `content` under
+        it (no reconcile of its own), which the next periodic reconcile applies in automatic
+        mode and reports in manual mode; then the interval taken off (`off`, INTERVAL_OFF): the
+        reconcile it had scheduled may still come, once, and after it a second new render
+        waits, as no periodic reconcile comes for it."""
+        period = parse_seconds(written)
+        since = self._begin(
+            f"render({content}) every {written}, then interval {off}",
+            0,
+            restart=False,
+            extra=periodic_slot(period),
+        )
+        predictions = self._edit_interval(period, written)
+        predictions += self._periodic(content, period)
+        predictions += self._edit_interval(0.0, INTERVAL_OFF[off])
+        predictions += self._scheduled_before_the_removal(period)
+        self._no_periodic_reconcile(f"{content}-after", period)
+        self.run.goals.observe_periodic(automatic=self.model.automatic)
+        self._finish(predictions, since)
+
+    def _edit_interval(self, period: float, written: str | None) -> list[Prediction]:
+        """spec.syncPolicy.interval written (`period` seconds; None removes it): a spec edit."""
+        return self._predict() if self.model.edit_spec(interval=period) else []
+
+    def _periodic(self, content: str, period: float) -> list[Prediction]:
+        """A new render under an interval of `period`: the periodic reconcile takes it."""
+        self.model.edit_source(content)
+        return self._predict()
+
+    def _scheduled_before_the_removal(self, period: float) -> list[Prediction]:
+        """The periodic reconcile scheduled before the interval was taken off, if it comes (a
+        rehearsal: it does not; nothing the model predicts differs)."""
+        return []
+
+    def _no_periodic_reconcile(self, content: str, period: float) -> None:
+        """A new render once the interval is off: no reconcile of its own, none periodic."""
+        self.model.edit_source(content)
+
     def restart_model(self) -> bool:
         """The controller restarted: the model's failure count, and the goals', start at 0."""
         self.run.goals.count_from_zero()
@@ -273,7 +338,8 @@ class Sequence:
     def close(self) -> None:
         """The sequence is over."""
 
-    def _begin(self, what: str, refused: int, *, restart: bool) -> float:
+    def _begin(self, what: str, refused: int, *, restart: bool, extra: float = 0.0) -> float:
+        """A step begins (`extra`: seconds it needs beyond a step's own reconciles)."""
         self.steps.append(what)
         self.run.steps += 1
         self.refusals = refused
@@ -314,6 +380,12 @@ class Driver(Sequence):
     app: App = field(kw_only=True)
     #: the witness' time at the end of the last step
     checked_until: float = 0.0
+    #: the witness' time the step under way set its interval at
+    interval_set: float = 0.0
+    #: the event and the end of the last reconcile the step waited for (`_await_reconcile`)
+    awaited: tuple[float, float] = (0.0, 0.0)
+    #: the first trace and the end of the step's periodic reconcile
+    periodic: tuple[float, float] = (0.0, 0.0)
 
     @property
     def world(self) -> World:
@@ -351,10 +423,10 @@ class Driver(Sequence):
             delay = first.due.requeue or 0.0
             self.app.quiet(delay + self.world.timing.slack(delay, latency), since=withdrawn)
 
-    def _begin(self, what: str, refused: int, *, restart: bool) -> float:
+    def _begin(self, what: str, refused: int, *, restart: bool, extra: float = 0.0) -> float:
         """Wait for a resync-free slot as long as the step needs; return the witness' time
         it starts at."""
-        slot = self._slot(refused, restart=restart)
+        slot = self._slot(refused, restart=restart) + extra
         self.world.clock.quiet_slot(slot)
         while self._account_for_resyncs():  # the wait took some of the slot: find another
             self.world.clock.quiet_slot(slot)
@@ -397,6 +469,132 @@ class Driver(Sequence):
         recorder.allow_all()
         super()._finish(predictions, since)
         self.checked_until = recorder.mark()
+
+    def _edit_interval(self, period: float, written: str | None) -> list[Prediction]:
+        recorder = self.world.releases.recorder
+        edited = recorder.mark()
+        if not period:
+            self._removed_in_time(edited)
+        generation = self.app.patch({"spec": {"syncPolicy": {"interval": written}}})["metadata"][
+            "generation"
+        ]
+        predictions = super()._edit_interval(period, written)
+        self._await_reconcile(
+            edited,
+            predictions,
+            lambda release: observed_generation(release) == generation,
+            f"status.observedGeneration {generation}",
+        )
+        if period:
+            self.interval_set = edited
+        return predictions
+
+    def _periodic(self, content: str, period: float) -> list[Prediction]:
+        """The periodic reconcile takes the new render one period after the interval's edit:
+        never sooner than the edit was written (no event starts a reconcile of a new render),
+        never later than its reconcile ended, by the band of a period with that reconcile's
+        own time and a stall (as one gap of a series of periods)."""
+        timing, recorder = self.world.timing, self.world.releases.recorder
+        edited, edit_end = self.awaited
+        changed = recorder.mark()
+        reports = self.app.new_render(content, settled=True)  # the edit's reconcile has ended
+        predictions = super()._periodic(content, period)
+        self._await_reconcile(
+            changed,
+            predictions,
+            reports,
+            f"reconcile that renders {content}",
+            timeout=period + timing.reconcile,
+        )
+        first = self.app.traces(since=changed)[0].at
+        soonest = edited + period - timing.lead(period)
+        latest = edit_end + period + timing.slack(period, edit_end - edited) + timing.stall
+        came = f"the periodic reconcile came {first - edited:.3f} s after the interval was set"
+        due = f"due from {soonest - edited:.3f} to {latest - edited:.3f} s"
+        print(f"{self.app.name}: {came} ({due})")
+        assert soonest <= first <= latest, (
+            f"{self.history}: {came}, {first - changed:.3f} s after the render changed; it was "
+            f"{due} (a new render starts no reconcile of its own)"
+        )
+        self.periodic = (first, self.awaited[1])
+        return predictions
+
+    def _scheduled_before_the_removal(self, period: float) -> list[Prediction]:
+        """A named quiet period: the periodic reconcile scheduled before the interval was
+        taken off may come once more (INT-3 allows that one), a period after the last one
+        ended; wait for it there, and for its attempts if it came."""
+        recorder, timing = self.world.releases.recorder, self.world.timing
+        first, end = self.periodic
+        due_by = end + period + timing.slack(period, end - first)
+        removed = self.awaited[1]
+        seen = recorder.quiet(
+            due_by - recorder.mark(),
+            since=removed + 1e-6,
+            subresource=None,
+            where=self.app.is_trace,
+        )
+        if not seen:
+            return []
+        predictions = [self._predict_one()]
+        self._await_reconcile(
+            seen[0].at, predictions, lambda _: True, "reconcile scheduled before the removal"
+        )
+        print(f"{self.app.name}: the reconcile scheduled before the removal came")
+        return predictions
+
+    def _removed_in_time(self, removed: float) -> None:
+        """The periodic reconciles the step expects are one: the first came a period after the
+        interval was set at the soonest, and a second would come a period after that one, so
+        the interval must be off sooner than two periods after it was set."""
+        period = self.model.interval or 0.0
+        latest = self.interval_set + 2 * (period - self.world.timing.lead(period))
+        if removed > latest:
+            raise RuntimeError(
+                f"{self.history}: the interval was taken off {removed - self.interval_set:.2f} s "
+                "after it was set, when a second periodic reconcile may have come: the machine "
+                "is too loaded for this step"
+            )
+
+    def _no_periodic_reconcile(self, content: str, period: float) -> None:
+        timing, recorder = self.world.timing, self.world.releases.recorder
+        first, end = self.periodic
+        changed = recorder.mark()
+        reports = self.app.new_render(content, settled=True)  # the last reconcile has ended
+        super()._no_periodic_reconcile(content, period)
+        # A named quiet period: a periodic reconcile, were there one still, would come a period
+        # after the last reconcile, which ended before this.
+        quiet = period + timing.slack(period, end - first)
+        seen = recorder.quiet(quiet, since=changed, subresource=None, where=self.app.is_trace)
+        assert not seen and not reports(self.app.get()), (
+            f"{self.history}: a reconcile {(seen[0].at if seen else recorder.mark()) - changed:.3f}"
+            f" s after the render changed, with the interval off: with no interval there is no "
+            f"periodic reconcile, and nothing else started one ({quiet:.3f} s watched)"
+        )
+
+    def _await_reconcile(
+        self,
+        started: float,
+        predictions: list[Prediction],
+        shows: Callable[[Obj], object],
+        what: str,
+        timeout: float | None = None,
+    ) -> None:
+        """Wait until the reconcile that an event at `started` began (its `predictions`, no
+        retries among them) has shown its outcome: its attempts, `shows` and the predicted
+        Applied condition; keep when it ended (`awaited`)."""
+        limit = self.world.timing.reconcile if timeout is None else timeout
+        last = predictions[-1]
+        try:
+            if count := len(kinds_of(predictions)):
+                self.app.wait_attempts(count, since=started, dry_run=None, timeout=limit)
+            self.app.wait_for(
+                lambda release: shows(release) and applied_is(release, last.applied, last.reason),
+                f"{what} with Applied={last.applied} {last.reason}",
+                limit,
+            )
+        except (AssertionError, WitnessTimeout) as missing:  # the steps first
+            raise AssertionError(f"{self.history}: {missing}") from None
+        self.awaited = (started, self.app.reconcile_end(started))
 
     def _account_for_resyncs(self) -> bool:
         """Between two steps only resync ticks reconcile the Release (every retry ends within
@@ -482,6 +680,10 @@ class Driver(Sequence):
             assert written == expected, f"{history}: {name} {written}, the model says {expected}"
         live = (self.app.live_object() or {}).get("data", {}).get("content")
         assert live == self.model.last_successful, f"{history}: {live} applied"
+
+
+def observed_generation(release: Obj) -> object:
+    return (release.get("status") or {}).get("observedGeneration")
 
 
 def reason(release: dict[str, Any]) -> str | None:
@@ -645,6 +847,14 @@ class SyncPolicyMachine(RuleBasedStateMachine):
             lambda m: m.edit_source(content),
             lambda d: d.app.set_content(content),
         )
+
+    @rule(off=st.sampled_from(sorted(INTERVAL_OFF)))
+    def render_on_an_interval(self, off: str) -> None:
+        """A new render under an interval: the periodic reconcile applies it in automatic mode
+        and reports it in manual mode (INT-1, TRIG-5); with the interval off again (`off`),
+        none comes for the next one (INT-3)."""
+        content = f"v{len(self.on.steps) + 1}"
+        self.on.periodic_render(PERIODIC_INTERVAL, content, off)
 
     @rule()
     def switch_mode(self) -> None:

@@ -258,6 +258,7 @@ def render_reported(app: App, content: str, timeout: float) -> Attempt:
 INTERVAL_CHANGES = {
     "1s-to-2300ms": (("1s", 1.0), ("2300ms", INTERVALS["2300ms"])),
     "1s-to-0s": (("1s", 1.0), ("0s", 0.0)),
+    "1s-to-unset": (("1s", 1.0), (None, 0.0)),
     "unset-to-1s": ((None, 0.0), ("1s", 1.0)),
     "10m-to-1s": (("10m", 600.0), ("1s", 1.0)),
 }
@@ -268,6 +269,7 @@ INTERVAL_CHANGES = {
     [
         case("1s-to-2300ms", "1s-to-2300ms", "INT-1.changed"),
         case("1s-to-0s", "1s-to-0s", "INT-3.changed-to-zero"),
+        case("1s-to-unset", "1s-to-unset", "INT-3.removed"),
         case("unset-to-1s", "unset-to-1s", "INT-1.changed"),
         case("10m-to-1s", "10m-to-1s", "INT-1.changed"),
     ],
@@ -277,7 +279,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
 ) -> None:
     """An interval changed by a spec edit. The edit's reconcile, and the one a 1s interval had
     already scheduled (at most 1 s after the last), may come; after them the reconciles come
-    the new interval apart, or none come with 0s."""
+    the new interval apart, or none come with 0s or with the interval removed."""
     (old_text, old), (written, new) = INTERVAL_CHANGES[change]
     pending = old if old <= 1.0 else 0.0  # a reconcile the old interval has scheduled by then
     # The slot: the periods up to the edit and the transition's, then four new periods (or
@@ -298,7 +300,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     latency = app.reconcile_time(since)  # the controller's own time, in every gap
     # the one reconcile the old interval had already scheduled comes by then
     settled = edited.at + (pending + timing.slack(pending, latency) if pending else 0.0)
-    label = f"interval {old_text or 'unset'} -> {written}"
+    label = f"interval {old_text or 'unset'} -> {written or 'unset'}"
     if new:
         # four attempts after the transition: the first comes up to one new period after it
         budget = 4 * (new + timing.slack(new, latency))
@@ -316,7 +318,7 @@ def test_a_changed_interval_is_the_period_from_the_next_reconcile_on(
     print(f"{label}: {len(seen)} attempt(s) in {quiet:g} s after the change")
     note = ticks_note(resync_clock, settled, settled + quiet)
     assert seen == [], (
-        f"reconciled after the interval was changed to {written}: "
+        f"INT-3: reconciled after the interval was changed to {written or 'unset'}: "
         f"{'; '.join(a.describe() for a in seen)}{note}"
     )
 

@@ -3,10 +3,11 @@
 Where the example tests check the situations their authors thought of, this test draws
 sequences of events (requests at chosen seconds, forced or not, new renders, mode switches,
 retryBackoff edits and their ladders, refused applies, crashes and withdrawn requests between a
-refusal and its retry, removed requests, other annotations, restarts) and checks every
-reconcile against an executable model of the document: what is applied or dry-run, in order,
-each retry's delay, the Applied condition, the handled times and the applied render; it aims
-at the cases conformance.document.model_goals names.
+refusal and its retry, removed requests, new renders under an interval that is then taken off,
+other annotations, restarts) and checks every reconcile against an executable model of the
+document: what is applied or dry-run, in order, each retry's delay, the Applied condition, the
+handled times and the applied render; it aims at the cases conformance.document.model_goals
+names.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ CLAUSES = (
     "TRIG-3.sync-requested-at",
     "TRIG-3.other-annotation",
     "TRIG-4.flag",
+    "TRIG-5.interval",
+    "INT-1.changed",
+    "INT-3.unset",
+    "INT-3.zero",
+    "INT-3.changed-to-zero",
+    "INT-3.removed",
     "REQ-1.DeployFailed",
     "BACK-1.formula",
     "BACK-2.unset",

@@ -12,6 +12,7 @@ from conformance.document.model import Due, Prediction, ReleaseModel, RetryBacko
 from conformance.document.model_goals import (
     GOALS,
     HOLD_GOAL,
+    PERIODIC_GOALS,
     REMOVED_GOAL,
     REQUEST_GOALS,
     Goals,
@@ -78,6 +79,22 @@ def test_a_removal_that_reconciles_an_automatic_release_reaches_its_goal() -> No
     sequence = Rehearsal().sequence("web", model)
     cause(sequence, "remove_sync_request")
     assert sequence.run.goals.reached == {REMOVED_GOAL}
+
+
+@pytest.mark.parametrize(("automatic", "applied"), [(True, "v2"), (False, "v1")])
+def test_a_new_render_under_an_interval_reaches_the_goal_of_its_mode(
+    automatic: bool, applied: str
+) -> None:
+    sequence = manual_with_a_handled_request()
+    sequence.model.automatic = automatic
+    sequence.periodic_render("3500ms", "v2", "0s")
+    assert sequence.run.goals.reached == {PERIODIC_GOALS[automatic]}
+    model = sequence.model
+    assert (model.last_successful, model.render, model.periodic) == (applied, "v2-after", None)
+    assert sequence.shown is not None
+    assert (sequence.shown.applied, sequence.shown.reason) == (
+        ("True", "Applied") if automatic else ("False", "WaitingForSync")
+    )
 
 
 @pytest.mark.parametrize(("name", "retries"), [("1s-x0.5", 2), ("default", 5), ("3s-x2-max1s", 1)])
