@@ -512,9 +512,10 @@ class Driver(Sequence):
         came = f"the periodic reconcile came {first - edited:.3f} s after the interval was set"
         due = f"due from {soonest - edited:.3f} to {latest - edited:.3f} s"
         print(f"{self.app.name}: {came} ({due})")
+        early = " (a new render starts no reconcile of its own)" if first < soonest else ""
         assert soonest <= first <= latest, (
             f"{self.history}: {came}, {first - changed:.3f} s after the render changed; it was "
-            f"{due} (a new render starts no reconcile of its own)"
+            f"{due}{early}"
         )
         self.periodic = (first, self.awaited[1])
         return predictions
