@@ -166,11 +166,7 @@ def summary_condition(
     }
 
 
-# Not in the combined variant yet: with it, the combined one failed INT-1's sum over a
-# Release's periods (by 17 ms and 127 ms over the band, whose reconcile time is one
-# reconcile's) in 2 runs of 2; without it, 3 CI kill runs of 3 passed. Alone it passes the
-# whole suite (`make mutants`).
-@variant("leader-election", joins_combined=False)
+@variant("leader-election")
 def leader_election() -> None:
     """Elected on a Lease before it reconciles, as a controller-runtime manager with leader
     election on (`--leader-elect`; the Lease is not released on exit, its default): the

@@ -57,7 +57,7 @@ def test_the_variants_the_document_allows_are_there() -> None:
     # every other benign difference is in the combined variant; one left out says why where
     # it is registered
     outside = variants - {part.name for part in parts_of_combined()} - {COMBINED}
-    assert outside == {"leader-election", "status-server-side-apply"}
+    assert outside == {"status-server-side-apply"}
 
 
 @pytest.mark.timeout(5400)
