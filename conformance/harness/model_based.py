@@ -552,10 +552,14 @@ class Driver(Sequence):
         """When the periodic reconcile scheduled before the removal comes at the latest: a
         period after the step's periodic one ended, by the band of a period with a reconcile's
         own time (the interval's reconcile's, or the periodic one's as traced) and a stall."""
-        timing = self.world.timing
+        timing, end = self.world.timing, self.periodic[1]
+        return end + period + timing.slack(period, self._own_time()) + timing.stall
+
+    def _own_time(self) -> float:
+        """A reconcile's own time in the step: the interval's reconcile's (from its edit), or
+        the periodic one's as traced, whichever is longer."""
         (edited, edit_end), (first, end) = self.interval_edit, self.periodic
-        own = max(edit_end - edited, end - first)
-        return end + period + timing.slack(period, own) + timing.stall
+        return max(edit_end - edited, end - first)
 
     def _removed_in_time(self, removed: float) -> None:
         """The periodic reconciles the step expects are one: a second comes a period after the
@@ -576,13 +580,12 @@ class Driver(Sequence):
 
     def _no_periodic_reconcile(self, content: str, period: float) -> None:
         timing, recorder = self.world.timing, self.world.releases.recorder
-        (edited, edit_end), (first, end) = self.interval_edit, self.periodic
         changed = recorder.mark()
         reports = self.app.new_render(content, settled=True)  # the last reconcile has ended
         super()._no_periodic_reconcile(content, period)
         # A named quiet period: a periodic reconcile, were there one still, would come a period
         # after the last reconcile, which ended before this.
-        quiet = period + timing.slack(period, max(edit_end - edited, end - first))
+        quiet = period + timing.slack(period, self._own_time())
         seen = recorder.quiet(quiet, since=changed, subresource=None, where=self.app.is_trace)
         assert not seen and not reports(self.app.get()), (
             f"{self.history}: a reconcile {(seen[0].at if seen else recorder.mark()) - changed:.3f}"
