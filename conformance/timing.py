@@ -24,6 +24,9 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 LONG_RESYNC = 3000.0
 #: The document's default resync period (flag --resync).
 DOCUMENT_RESYNC = 120.0
+#: How often the observer assesses health, as the API reference says ("every 2 seconds"): a
+#: quiet period about what it would send waits a few of these.
+OBSERVER_PERIOD = 2.0
 #: pytest-timeout's limit on a test's body where neither --timeout, PYTEST_TIMEOUT nor an ini
 #: file sets one (the installed kit has no ini): long enough for the slowest test of a
 #: development run, which marks its own where it needs more.

@@ -749,12 +749,24 @@ def content_mutations(app: App, content: str = "mutated") -> list[Obj]:
     return [{"target": target, "patch": {"data": {"content": content}}}]
 
 
-def applied_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:
-    """A manual Release applied once (at a request in the past), with a new render waiting for
-    the next request."""
+def synced_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:
+    """A manual Release whose first /sync (second 30 of the last minute) was applied:
+    lastHandledSyncAt is set, in the past, so that later request times can be in the past.
+    Settled: the request's own event may come during the creation's reconcile and start one
+    more, and the observer's /sync and health data for the applied render start one each
+    (SYNC-9, TRIG-6); any of them would take a test's next step for its own."""
     app = releases.app(name, **spec)
     app.request_sync(at=mid_minute_ago())
-    app.wait_applied("True", "Applied")
+    app.wait_for(lambda r: (r.get("status") or {}).get("lastHandledSyncAt"), "lastHandledSyncAt")
+    app.settle()
+    return app
+
+
+def applied_manual_app(releases: Releases, name: str = "web", **spec: Any) -> App:
+    """A manual Release applied once (at a request in the past), with a new render waiting for
+    the next request: changed once the apply's reconciles are done, so that only the next
+    reconcile can report it (and only the next request apply it)."""
+    app = synced_manual_app(releases, name, **spec)
     app.set_content("v2")
     return app
 

@@ -29,7 +29,7 @@ from conformance.observe.releases import (
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt
 from conformance.polling import poll_until
-from conformance.timing import Timing, gaps_between
+from conformance.timing import OBSERVER_PERIOD, Timing, gaps_between
 
 AUTOMATIC = {"automatic": True}
 #: Intervals as written in spec.syncPolicy.interval, and their seconds. Their accepted ranges
@@ -598,5 +598,5 @@ def test_without_an_interval_the_observer_checks_no_drift(
     app.holds_for(
         lambda _: "driftCheckedAt" not in widgets.inventory_status(app),
         "no drift check without an interval",
-        timing.quiet_for(2.0),
+        timing.quiet_for(OBSERVER_PERIOD),
     )

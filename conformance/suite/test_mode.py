@@ -131,6 +131,7 @@ def test_the_resync_reconcile_applies_an_automatic_release_whose_interval_is_far
     """interval 1h: nothing but the resync reconciles the Release within a resync period, and
     that reconcile applies, although neither the render nor the target changed."""
     app = applied_automatic_app(releases, sync_policy={"interval": "1h"})
+    app.settle()  # the observer's /sync and health data for the render started theirs
     since = releases.recorder.mark()
     period = timing.controller_resync
     within = period + timing.slack(period) + timing.reconcile

@@ -26,33 +26,21 @@ from conformance.observe.releases import (
     content_object,
     invalid_object,
     kinds,
-    mid_minute_ago,
     parse_time,
     rfc3339,
     same_second,
+    synced_manual_app,
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import witness_deletes
 from conformance.polling import poll_until
-from conformance.timing import Timing
+from conformance.timing import OBSERVER_PERIOD, Timing
 from convoyapi import GROUP, LIFECYCLE, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases that a test watches over a quiet period are reconciled every second.
 INTERVAL = 1.0
 PERIODIC = {"interval": f"{INTERVAL:g}s"}
-
-
-def synced_manual_app(releases: Releases, name: str = "web", **spec) -> App:
-    """A manual Release whose first /sync (second 30 of the last minute) was applied:
-    lastHandledSyncAt is set, in the past, so that later request times can be in the past.
-    Settled: the request's own event may come during the creation's reconcile and start one
-    more, which would take a test's next request for its own."""
-    app = releases.app(name, **spec)
-    app.request_sync(at=mid_minute_ago())
-    app.wait_for(lambda r: (r.get("status") or {}).get("lastHandledSyncAt"), "lastHandledSyncAt")
-    app.settle()
-    return app
 
 
 def last_handled(app: App) -> datetime:
@@ -739,7 +727,7 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     wait_handled(app, request)  # manual mode: the observer's /sync was a request
     assert app.rendered_object()["data"] == {"content": "v2"}
     handled = subresources.annotations_of(app.get())[SYNC_REQUESTED_AT]
-    quiet = timing.quiet_for(2.0)
+    quiet = timing.quiet_for(OBSERVER_PERIOD)
 
     def no_new_sync(release: Obj) -> bool:
         return subresources.annotations_of(release).get(SYNC_REQUESTED_AT) == handled
