@@ -249,6 +249,8 @@ def release_with(
             app.request_sync()
         app.wait_applied("True", "Applied")
         latency, untraced = app.reconcile_time(since), app.untraced_start(since)
+        if not automatic:  # the request's event may start one more reconcile after the apply
+            app.settle()
         return Ladder(app, retry_backoff, timing, resync_clock, latency=latency, untraced=untraced)
 
     return make

@@ -483,6 +483,7 @@ def drifted_manual_app(
     app.request_sync()
     app.wait_applied("True", "Applied")
     latency = app.reconcile_time(synced)
+    app.settle()  # a reconcile the request's event started after it would mend the drift
     DRIFTS[drift](app)
     return app, latency
 

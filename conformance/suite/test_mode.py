@@ -177,10 +177,12 @@ def test_automatic_mode_restores_drift_at_the_periodic_reconcile(
 
 
 def applied_periodic_manual_app(releases: Releases, **spec: Any) -> App:
-    """A manual Release reconciled every second, its first /sync applied."""
+    """A manual Release reconciled every second, its first /sync applied and handled (the
+    request's own event may start one more reconcile after the one that applied)."""
     app = releases.app("web", sync_policy={"interval": f"{INTERVAL:g}s"}, **spec)
     app.request_sync()
     app.wait_applied("True", "Applied")
+    app.settle()
     return app
 
 
@@ -257,6 +259,7 @@ def test_manual_mode_does_not_roll_back_a_rollout_whose_health_timeout_passed(
     app.wait_applied("True", "Applied")
     widgets.set_health(app, "worker", "Healthy")
     app.wait_rollout("Succeeded")
+    app.settle()  # the observer's /sync for v1 turned Healthy is handled: the next is the test's
     app.patch({"spec": {"failurePolicy": {"healthTimeout": f"{timeout:g}s"}}})
     app.set_content("v2", extra=[widgets.widget("worker", version=2)])
     app.request_sync(at=app.next_pending_time())

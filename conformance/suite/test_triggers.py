@@ -380,6 +380,8 @@ def test_a_lower_wave_health_change_reconciles_every_higher_wave_of_its_cluster_
     away = wave_app(neighbour_releases, "away", 1)
     for app in (low, middle, top, other, away):
         app.wait_applied("True", "Applied")
+    low.settle()  # the /syncs of the waves completed above are handled
+    away.settle()
     resync_clock.quiet_slot(timing.quiet + timing.reconcile + 2 * timing.settle)
     revealed = [(app, app.new_render()) for app in (other, away)]
     since = low.releases.recorder.mark()
