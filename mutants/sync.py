@@ -749,6 +749,23 @@ def observer_syncs_when_healthy_again() -> None:
         original(self, key, release, old, assessed)
 
 
+@mutant("healthy-after-a-reapply-announced", "SYNC-9.new-render-once")
+def healthy_after_a_reapply_announced() -> None:
+    """The observer announces a render Healthy for the first time after each apply, not
+    after each new render: a reconcile that applies the same render again while it is not
+    Healthy (in automatic mode every reconcile applies, the one its Degraded news starts
+    too) makes its turning Healthy again news for a /sync."""
+
+    @wrap(observer.Observer, "assess_now")
+    def assess_now(original, self, release: Obj, status: Obj, target):
+        inventory = original(self, release, status, target)
+        health = ((inventory or {}).get("status") or {}).get("health")
+        if health != observer.Health.HEALTHY:
+            with self._lock:
+                self._announced.pop(key_of(release), None)
+        return inventory
+
+
 def _hook_syncs_only_when(notifies: Callable[[Any], bool]) -> None:
     @wrap(observer.Observer, "_check_hooks")
     def check_hooks(original, self, key: str, release: Obj, target) -> None:

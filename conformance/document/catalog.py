@@ -405,8 +405,8 @@ RULES: tuple[Rule, ...] = (
         ),
         (
             "new-render-once",
-            "Only a new render reaching Healthy sends one: the render staying Healthy sends "
-            "no more.",
+            "Only a new render reaching Healthy sends one: the render staying Healthy, or "
+            "turning Healthy again (applied again meanwhile or not), sends no more.",
         ),
         ("hooks", "A completed hook batch sends a /sync; in manual mode it is applied."),
         (

@@ -739,6 +739,36 @@ def test_the_observer_sends_a_sync_when_health_reaches_a_new_render(
     app.holds_for(no_new_sync, "no /sync when the same render turns Healthy again", quiet)
 
 
+@pytest.mark.clause("SYNC-9.new-render-once")
+def test_a_render_applied_again_and_healthy_again_gets_no_new_sync(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing
+) -> None:
+    """Automatic mode: v1 turns Healthy (the observer's /sync). It turns Degraded, and the
+    reconcile that news starts applies v1 again (each reconcile applies); then it turns
+    Healthy again: still no new render, so no /sync."""
+    app = applied_automatic_app(releases, extra=[widgets.widget("worker")])
+    app.settle()
+    previous = subresources.annotations_of(app.get()).get(SYNC_REQUESTED_AT)
+    resync_clock.quiet_slot(timing.reconcile)  # a resync's reconcile would assess it first
+    widgets.set_health(app, "worker", "Healthy")
+    wait_for_observer_sync(app, previous)
+    app.settle()
+    handled = subresources.annotations_of(app.get())[SYNC_REQUESTED_AT]
+    quiet = timing.quiet_for(OBSERVER_PERIOD)
+    resync_clock.quiet_slot(timing.reconcile)  # nor applies it Healthy before the observer sees
+    since = releases.recorder.mark()
+    widgets.set_health(app, "worker", "Degraded")
+    app.wait_for(functools.partial(healthy_is, "False"), "Healthy=False")
+    app.wait_attempts(since=since)  # the news' reconcile applied v1 again
+    widgets.set_health(app, "worker", "Healthy")
+    app.wait_for(functools.partial(healthy_is, "True"), "Healthy=True")
+    app.holds_for(
+        lambda r: subresources.annotations_of(r).get(SYNC_REQUESTED_AT) == handled,
+        "no /sync when the render applied again turns Healthy again",
+        quiet,
+    )
+
+
 @pytest.mark.clause("SYNC-9.wave", "SYNC-9.wave-complete")
 def test_the_observer_sends_each_release_of_the_next_wave_a_sync_when_a_wave_completes(
     releases: Releases, timing: Timing
