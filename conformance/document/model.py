@@ -14,7 +14,7 @@ The events are those a test can cause from outside the cluster: create, a spec e
 generation), a source edit (a new render, no generation change), a /sync (forced or not, at a
 chosen time) and the removal of its annotation, a pin written or removed through the /pin
 subresource, other annotations and labels, applies refused or let through (the witness), a
-resync tick, a controller restart.
+resync tick, the observer's new health data, a controller restart.
 """
 
 from __future__ import annotations
@@ -165,6 +165,12 @@ class ReleaseModel:
         return False
 
     def resync(self) -> bool:
+        return True
+
+    def observe_health(self) -> bool:
+        """The observer writes new health data to the ReleaseInventory (an object of the
+        applied render turned Healthy or Degraded): a reconcile (TRIG-6). The /sync it sends
+        when the applied render turns Healthy for the first time is a `request_sync`."""
         return True
 
     def restart(self) -> bool:

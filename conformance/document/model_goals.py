@@ -4,7 +4,8 @@ A uniform draw of events reaches some of the document's cases only by luck in th
 of the CI profile: a manual request in lastHandledSyncAt's second, the one before or the one
 after it; a removed request whose reconcile shows; a ladder of refusals long enough that a
 retryBackoff's curve differs from a wrong one by more than the timing band; a WaitingForSync
-hold between two failures; a new render under an interval in each mode. Each goal names one
+hold between two failures; a new render under an interval in each mode; the observer's /sync
+for a render turned Healthy, in each mode, and none when it turns Healthy again. Each goal names one
 such case and the clause it shows. A goal is reached when the model, stepped by a sequence,
 shows the case: the goals read the model's state before and after each step and its
 predictions, never the cluster, so a rehearsal of a profile's sequences
@@ -35,6 +36,14 @@ PERIODIC_GOALS = {
     True: "TRIG-5.interval: the periodic reconcile applies a new render (automatic mode)",
     False: "INT-1.manual: the periodic reconcile reports a new render (manual mode)",
 }
+#: The observer's /sync for a render turned Healthy after its apply, and none for a render that
+#: turns Healthy again.
+OBSERVER_GOALS = {
+    "automatic": "SYNC-9.automatic: the observer's /sync for a render turned Healthy (automatic "
+    "mode)",
+    "manual": "SYNC-9.new-render: the observer's /sync applies a newer render (manual mode)",
+    "again": "SYNC-9.new-render-once: no /sync for a render that turns Healthy again",
+}
 
 #: The retries a ladder climbs before its curve shows, by the retryBackoff it climbs
 #: (conformance.harness.model_based.BACKOFFS), and the clause it shows. The default limiter's 5 ms
@@ -64,6 +73,7 @@ GOALS = (
     *(ladder_goal(name) for name in LADDERS),
     HOLD_GOAL,
     *PERIODIC_GOALS.values(),
+    *OBSERVER_GOALS.values(),
 )
 
 
@@ -109,6 +119,17 @@ class Goals:
     def observe_periodic(self, *, automatic: bool) -> None:
         """A new render waited for the periodic reconcile, in automatic mode or in manual."""
         self.reached.add(PERIODIC_GOALS[automatic])
+
+    def observe_observer_sync(self, *, automatic: bool, applied_newer: bool) -> None:
+        """A render turned Healthy after its apply: the observer's /sync came, in automatic
+        mode, or in manual mode where it applied a newer render."""
+        if automatic:
+            self.reached.add(OBSERVER_GOALS["automatic"])
+        elif applied_newer:
+            self.reached.add(OBSERVER_GOALS["manual"])
+
+    def observe_healthy_again(self) -> None:
+        self.reached.add(OBSERVER_GOALS["again"])
 
     def count_from_zero(self) -> None:
         """A new sequence, or a new controller process: no count is kept, whatever the holds

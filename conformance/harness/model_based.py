@@ -23,6 +23,11 @@ A new render waits under an interval in a step of its own: the interval set (a s
 render changed, the periodic reconcile that takes it checked (never sooner than its period) and
 the interval taken off again (unset or 0), after which a second new render sees no reconcile for
 a period; elsewhere no interval is drawn, so that every other step's reconciles are its own.
+A new render whose Widget turns Healthy after its apply has a step of its own too: the
+observer's /sync for it (SYNC-9), a request in manual mode that applies the newest render, and
+its news (TRIG-6), which in automatic mode may share the /sync's reconcile or start one more (the
+witness' attempts say which). A step drawn after it turns the render Degraded and Healthy again:
+two news reconciles and no /sync.
 Retry delays stay short so that a sequence runs in seconds. Profiles (--model-profile, per shard of
 the test): `ci` the same sequences at every run (its seed is fixed, and reaches every goal),
 `long` new ones (a certifying run's), `kill` the CI sequences without shrinking (a kill table
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,7 +47,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
-from hypothesis.errors import FlakyFailure
+from hypothesis.errors import Flaky
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -54,6 +60,7 @@ from conformance.document.model import TRANSIENT, Prediction, ReleaseModel, Retr
 from conformance.document.model_goals import LADDERS, Goals
 from conformance.document.model_profiles import Profile
 from conformance.install.base import ControllerUnderTest
+from conformance.observe import widgets
 from conformance.observe.releases import (
     App,
     Obj,
@@ -66,7 +73,7 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
-from conformance.timing import Timing, parse_seconds
+from conformance.timing import OBSERVER_PERIOD, Timing, parse_seconds
 from convoyapi import SYNC_REQUESTED_AT
 
 #: retryBackoff values whose ladders a mutant's differs from by more than the timing band
@@ -106,6 +113,9 @@ PERIODIC_INTERVAL = "3500ms"
 #: How that interval is taken off again (INT-3), as spec.syncPolicy.interval is written (None:
 #: removed).
 INTERVAL_OFF: dict[str, str | None] = {"unset": None, "0s": "0s", "0": "0"}
+#: What a step about the observer's /sync needs beyond a step's own: one observation of the
+#: Widget turned Healthy, and the reconciles its news and its /sync start.
+HEALTH_SECONDS = OBSERVER_PERIOD + STEP_SECONDS
 #: Request times: (what they are relative to, seconds from its second). "handled" is
 #: lastHandledSyncAt, "requested" the last request's time (both: now when there is none, so
 #: that a forced request in automatic mode, say, is in the past or the future too).
@@ -155,6 +165,8 @@ class Run:
 
     sequences: int = 0
     steps: int = 0
+    #: the first failure of a step, as it was raised (a replay of its sequence may go otherwise)
+    first_failure: BaseException | None = None
     goals: Goals = field(default_factory=lambda: Goals(BACKOFF_NAMES))
 
     @property
@@ -249,6 +261,9 @@ class Sequence:
     shown: Prediction | None = None
     #: whether the step under way restarts the controller
     restarting: bool = False
+    #: the Widget of the applied render that turned Healthy at a step of its own, while the
+    #: render holds it and the controller that saw it is still running
+    healthy_widget: str | None = None
 
     @property
     def history(self) -> str:
@@ -334,9 +349,90 @@ class Sequence:
         """A new render once the interval is off: no reconcile of its own, none periodic."""
         self.model.edit_source(content)
 
+    def render_turning_healthy(self, content: str, newer: str | None) -> None:
+        """A render `content` with a Widget that is not Healthy yet, applied at a /sync (a
+        pending one in manual mode); a newer render `newer` with the same Widget written
+        meanwhile (None: none). The Widget then turns Healthy: the observer writes the news (a
+        reconcile, TRIG-6) and sends a /sync (SYNC-9), a request like any other in manual mode:
+        it applies the newest render."""
+        # Of this sequence's own: one a deleted Release of the namespace left would be
+        # Healthy already at the apply.
+        widget = f"worker-{self.run.sequences}-{content}"
+        meanwhile = f", render({newer}) meanwhile" if newer else ""
+        since = self._begin(
+            f"render({content}) turning Healthy{meanwhile}", 0, restart=False, extra=HEALTH_SECONDS
+        )
+        predictions = self._apply_unhealthy(content, widget)
+        if newer is not None:
+            self._render_meanwhile(newer, widget)
+        predictions += self._turns_healthy(widget)
+        self.healthy_widget = widget
+        self.run.goals.observe_observer_sync(
+            automatic=self.model.automatic, applied_newer=self.model.last_successful == newer
+        )
+        self._finish(predictions, since)
+
+    def healthy_again(self) -> None:
+        """The applied render, Healthy since the observer's /sync, turns Degraded and Healthy
+        again: its news starts a reconcile each time (TRIG-6), and the observer sends no /sync,
+        as the render is no new one (SYNC-9)."""
+        widget = self.healthy_widget
+        assert widget is not None, "drawn only after a render turned Healthy"
+        since = self._begin(
+            f"{widget} Degraded, then Healthy again", 0, restart=False, extra=2 * HEALTH_SECONDS
+        )
+        sent = self._last_sync()
+        predictions = self._health_news(widget, "Degraded")
+        predictions += self._health_news(widget, "Healthy")
+        self._no_sync_since(sent)
+        self.run.goals.observe_healthy_again()
+        self._finish(predictions, since)
+
+    def _apply_unhealthy(self, content: str, widget: str) -> list[Prediction]:
+        """The render with its Widget, and a request that applies it in either mode: later
+        than the last one, and than the handled second."""
+        now = self.run.now()
+        at = max(
+            now,
+            request_time(self.model, "handled", 1.0, now),
+            request_time(self.model, "requested", 1.0, now),
+        )
+        self.model.edit_source(content)
+        assert self.model.request_sync(at), "a later request changes the annotation"
+        predictions = self._predict()
+        assert predictions[-1].apply, "a pending request with applies let through applies"
+        return predictions
+
+    def _render_meanwhile(self, content: str, widget: str) -> None:
+        """A newer render, the same Widget in it: no reconcile of its own."""
+        self.model.edit_source(content)
+
+    def _turns_healthy(self, widget: str) -> list[Prediction]:
+        """The Widget turned Healthy: the observer's news and its /sync (in a rehearsal, sent
+        at once)."""
+        return self._observer_reports(self.run.now())
+
+    def _observer_reports(self, sync_at: datetime) -> list[Prediction]:
+        """The reconciles of the observer's news (TRIG-6) and of its /sync at `sync_at`."""
+        news = self._predict() if self.model.observe_health() else []
+        return news + (self._predict() if self.model.request_sync(sync_at) else [])
+
+    def _health_news(self, widget: str, health: str) -> list[Prediction]:
+        """The Widget turned `health`: the observer's news starts a reconcile."""
+        return self._predict() if self.model.observe_health() else []
+
+    def _last_sync(self) -> str | None:
+        """sync-requested-at as the Release has it (a rehearsal: none)."""
+        return None
+
+    def _no_sync_since(self, sent: str | None) -> None:
+        """No /sync came after the one at `sent` (a rehearsal: nothing to watch)."""
+
     def restart_model(self) -> bool:
-        """The controller restarted: the model's failure count, and the goals', start at 0."""
+        """The controller restarted: the model's failure count, and the goals', start at 0;
+        what its observer saw turn Healthy is not the new process' to know."""
         self.run.goals.count_from_zero()
+        self.healthy_widget = None
         return self.model.restart()
 
     def close(self) -> None:
@@ -593,6 +689,77 @@ class Driver(Sequence):
             f"periodic reconcile, and nothing else started one ({quiet:.3f} s watched)"
         )
 
+    def _apply_unhealthy(self, content: str, widget: str) -> list[Prediction]:
+        """Wait until the reconcile that applies the render has ended and reports it not
+        Healthy: the Widget turning Healthy before its own assessment would need no /sync."""
+        started = self.world.releases.recorder.mark()
+        self.app.set_content(content, extra=[widgets.widget(widget)])
+        predictions = super()._apply_unhealthy(content, widget)
+        self.app.request_sync(at=self.model.sync_requested_at)
+        self._await_reconcile(
+            started,
+            predictions,
+            lambda release: healthy_reason(release) == "Progressing",
+            f"reconcile that applies {content} with Widget {widget} not yet Healthy",
+        )
+        return predictions
+
+    def _render_meanwhile(self, content: str, widget: str) -> None:
+        self.app.set_content(content, extra=[widgets.widget(widget)])
+        super()._render_meanwhile(content, widget)
+
+    def _turns_healthy(self, widget: str) -> list[Prediction]:
+        """The observer's /sync comes, at the time it writes; its reconcile and the news' may
+        be one in automatic mode (the second event came while the first waited in the queue),
+        where each applies: the attempts say which."""
+        previous = sync_requested_at(self.app.get())
+        turned = self.world.releases.recorder.mark()
+        widgets.set_health(self.app, widget, "Healthy")
+        try:
+            sent = self.app.wait_for(
+                lambda release: sync_requested_at(release) not in (None, previous),
+                f"/sync from the observer for the render turned Healthy (Widget {widget})",
+                self.world.timing.reconcile + OBSERVER_PERIOD,
+            )
+        except AssertionError as missing:  # the steps first
+            raise AssertionError(f"{self.history}: {missing}") from None
+        news_and_sync = self._observer_reports(parse_time(str(sync_requested_at(sent))))
+        sync = news_and_sync[1:] if self.model.automatic else news_and_sync
+        self._await_reconcile(turned, sync, lambda _: True, "reconcile of the observer's /sync")
+        self.app.settle()
+        if len(self.app.attempts(since=turned)) < len(kinds_of(news_and_sync)):
+            return sync
+        return news_and_sync
+
+    def _health_news(self, widget: str, health: str) -> list[Prediction]:
+        started = self.world.releases.recorder.mark()
+        widgets.set_health(self.app, widget, health)
+        predictions = super()._health_news(widget, health)
+        self._await_reconcile(
+            started,
+            predictions,
+            lambda release: healthy_reason(release) == health,
+            f"reconcile of the observer's news: Widget {widget} {health}",
+            self.world.timing.reconcile + OBSERVER_PERIOD,
+        )
+        return predictions
+
+    def _last_sync(self) -> str | None:
+        return sync_requested_at(self.app.get())
+
+    def _no_sync_since(self, sent: str | None) -> None:
+        """A named quiet period: the observer, which found the render Healthy again, sends no
+        /sync for it, nor did it while the render turned (the annotation is still `sent`)."""
+        quiet = self.world.timing.quiet_for(OBSERVER_PERIOD)
+        try:
+            self.app.holds_for(
+                lambda release: sync_requested_at(release) == sent,
+                "no /sync from the observer for a render that turned Healthy again",
+                quiet,
+            )
+        except AssertionError as sync:  # the steps first
+            raise AssertionError(f"{self.history}: {sync}") from None
+
     def _await_reconcile(
         self,
         started: float,
@@ -712,6 +879,14 @@ def reason(release: dict[str, Any]) -> str | None:
     return (condition(release) or {}).get("reason")
 
 
+def healthy_reason(release: Obj) -> str | None:
+    return (condition(release, "Healthy") or {}).get("reason")
+
+
+def sync_requested_at(release: Obj) -> str | None:
+    return (release["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
+
+
 def reported(status: dict[str, Any]) -> str:
     """What a status says of a reconcile's outcome: Applied and the handled times."""
     applied = condition({"status": status}) or {}
@@ -795,6 +970,9 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         )
 
     def teardown(self) -> None:
+        # hypothesis tears down in a `finally`: a step's failure is the exception under way
+        if self.world.first_failure is None:
+            self.world.first_failure = sys.exc_info()[1]
         if self.driver is not None:
             self.driver.close()
 
@@ -864,6 +1042,7 @@ class SyncPolicyMachine(RuleBasedStateMachine):
     @rule()
     def new_render(self) -> None:
         content = f"v{len(self.on.steps) + 1}"
+        self.on.healthy_widget = None  # the render holds no Widget
         self.on.step(
             f"render({content})",
             lambda m: m.edit_source(content),
@@ -876,7 +1055,22 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         and reports it in manual mode (INT-1, TRIG-5); with the interval off again (`off`),
         none comes for the next one (INT-3)."""
         content = f"v{len(self.on.steps) + 1}"
+        self.on.healthy_widget = None  # the renders hold no Widget
         self.on.periodic_render(PERIODIC_INTERVAL, content, off)
+
+    @rule(newer=st.booleans())
+    def render_turning_healthy(self, newer: bool) -> None:
+        """A new render whose Widget turns Healthy after its apply: the observer's /sync
+        (SYNC-9), a request like any other in manual mode, applies the newest render (`newer`:
+        one written meanwhile)."""
+        content = f"v{len(self.on.steps) + 1}"
+        self.on.render_turning_healthy(content, f"{content}-newer" if newer else None)
+
+    @precondition(lambda machine: machine.on.healthy_widget is not None)
+    @rule()
+    def healthy_again(self) -> None:
+        """That render turns Degraded and Healthy again: no /sync (SYNC-9)."""
+        self.on.healthy_again()
 
     @rule()
     def switch_mode(self) -> None:
@@ -938,8 +1132,8 @@ def run_sequences(world: Run, profile: Profile) -> None:
                 suppress_health_check=list(HealthCheck),
             ),
         )
-    except FlakyFailure as replayed_otherwise:
-        found = without_a_shrunk_replay(replayed_otherwise)
+    except Flaky as replayed_otherwise:
+        found = without_a_shrunk_replay(world.first_failure, replayed_otherwise)
         raise SequenceFailed(f"{found}\n{_replay(profile)}") from replayed_otherwise
     except Exception as failed:  # an assertion, or what a step waited for never came
         raise SequenceFailed(f"{described(failed)}\n{_replay(profile)}") from failed
@@ -959,14 +1153,14 @@ def _replay(profile: Profile) -> str:
     return f"profile {profile.name}, seed {profile.seed}; replay: {profile.replay}"
 
 
-def without_a_shrunk_replay(flaky: FlakyFailure) -> str:
-    """A sequence failed, and replaying it for shrinking did not fail the same way: time is
-    real, so what a step sees can hang on when a resync tick came. The first failure is the
-    finding; hypothesis' own message says how the replay differed."""
-    failures = [e for e in flaky.exceptions if isinstance(e, AssertionError)]
-    first = failures[0] if failures else flaky.exceptions[0]
+def without_a_shrunk_replay(first: BaseException | None, flaky: Flaky) -> str:
+    """A sequence failed, and its replay (to shrink or report it) did not fail the same way,
+    or drew other steps: time is real, so what a step sees can hang on when a resync tick
+    came. The first failure is the finding; hypothesis' own message says how the replay
+    differed."""
+    found = described(first) if isinstance(first, Exception) else str(flaky)
     return (
-        f"{first}\n(not shrunk: its replay went otherwise, since what a step sees depends on "
+        f"{found}\n(not shrunk: its replay went otherwise, since what a step sees depends on "
         f"real time; hypothesis said: {flaky})"
     )
 

@@ -4,10 +4,10 @@ Where the example tests check the situations their authors thought of, this test
 sequences of events (requests at chosen seconds, forced or not, new renders, mode switches,
 retryBackoff edits and their ladders, refused applies, crashes and withdrawn requests between a
 refusal and its retry, removed requests, new renders under an interval that is then taken off,
-other annotations, restarts) and checks every reconcile against an executable model of the
-document: what is applied or dry-run, in order, each retry's delay, the Applied condition, the
-handled times and the applied render; it aims at the cases conformance.document.model_goals
-names.
+new renders that turn Healthy after their apply and again later, other annotations, restarts)
+and checks every reconcile against an executable model of the document: what is applied or
+dry-run, in order, each retry's delay, the Applied condition, the handled times and the applied
+render; it aims at the cases conformance.document.model_goals names.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ CLAUSES = (
     "SYNC-6.transient-failure",
     "SYNC-7.not-read",
     "SYNC-7.not-written",
+    "SYNC-9.new-render",
+    "SYNC-9.new-render-once",
+    "SYNC-9.automatic",
     "FORCE-2.manual",
     "FORCE-2.automatic",
     "FORCE-4.after-success",
@@ -64,6 +67,7 @@ CLAUSES = (
     "TRIG-3.other-annotation",
     "TRIG-4.flag",
     "TRIG-5.interval",
+    "TRIG-6.new-health",
     "INT-1.changed",
     "INT-3.unset",
     "INT-3.zero",

@@ -12,6 +12,7 @@ from conformance.document.model import Due, Prediction, ReleaseModel, RetryBacko
 from conformance.document.model_goals import (
     GOALS,
     HOLD_GOAL,
+    OBSERVER_GOALS,
     PERIODIC_GOALS,
     REMOVED_GOAL,
     REQUEST_GOALS,
@@ -95,6 +96,27 @@ def test_a_new_render_under_an_interval_reaches_the_goal_of_its_mode(
     assert (sequence.shown.applied, sequence.shown.reason) == (
         ("True", "Applied") if automatic else ("False", "WaitingForSync")
     )
+
+
+@pytest.mark.parametrize(
+    ("automatic", "newer", "goal"),
+    [(True, None, "automatic"), (False, "v3", "manual"), (False, None, None)],
+)
+def test_a_render_turning_healthy_reaches_the_goal_of_its_mode(
+    automatic: bool, newer: str | None, goal: str | None
+) -> None:
+    """The observer's /sync applies the newest render in either mode; in manual mode only a
+    newer render written meanwhile reaches the goal (its /sync applies what no one asked)."""
+    sequence = manual_with_a_handled_request()
+    assert isinstance(sequence.run, Rehearsal)
+    sequence.run.clock = HANDLED  # the observer's /sync comes a step after the request
+    sequence.model.automatic = automatic
+    sequence.render_turning_healthy("v2", newer)
+    assert sequence.run.goals.reached == ({OBSERVER_GOALS[goal]} if goal else set())
+    assert sequence.model.last_successful == (newer or "v2")
+    assert sequence.healthy_widget == f"worker-{sequence.run.sequences}-v2"
+    sequence.healthy_again()
+    assert OBSERVER_GOALS["again"] in sequence.run.goals.reached
 
 
 @pytest.mark.parametrize(("name", "retries"), [("1s-x0.5", 2), ("default", 5), ("3s-x2-max1s", 1)])
