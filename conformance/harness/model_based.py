@@ -113,8 +113,9 @@ PERIODIC_INTERVAL = "3500ms"
 #: How that interval is taken off again (INT-3), as spec.syncPolicy.interval is written (None:
 #: removed).
 INTERVAL_OFF: dict[str, str | None] = {"unset": None, "0s": "0s", "0": "0"}
-#: What a step about the observer's /sync needs beyond a step's own: one observation of the
-#: Widget turned Healthy, and the reconciles its news and its /sync start.
+#: What a step about the observer needs beyond a step's own and its quiet period: one
+#: observation of the Widget turned Healthy and the reconciles its news and its /sync start, or
+#: two observations (Degraded, then Healthy again) and the reconcile each news starts.
 HEALTH_SECONDS = OBSERVER_PERIOD + STEP_SECONDS
 #: Request times: (what they are relative to, seconds from its second). "handled" is
 #: lastHandledSyncAt, "requested" the last request's time (both: now when there is none, so
@@ -379,7 +380,10 @@ class Sequence:
         widget = self.healthy_widget
         assert widget is not None, "drawn only after a render turned Healthy"
         since = self._begin(
-            f"{widget} Degraded, then Healthy again", 0, restart=False, extra=2 * HEALTH_SECONDS
+            f"{widget} Degraded, then Healthy again",
+            0,
+            restart=False,
+            extra=HEALTH_SECONDS + self._observer_quiet(),
         )
         sent = self._last_sync()
         predictions = self._health_news(widget, "Degraded")
@@ -424,6 +428,10 @@ class Sequence:
     def _last_sync(self) -> str | None:
         """sync-requested-at as the Release has it (a rehearsal: none)."""
         return None
+
+    def _observer_quiet(self) -> float:
+        """The quiet period in which no /sync may come (a rehearsal watches none)."""
+        return 0.0
 
     def _no_sync_since(self, sent: str | None) -> None:
         """No /sync came after the one at `sent` (a rehearsal: nothing to watch)."""
@@ -747,10 +755,14 @@ class Driver(Sequence):
     def _last_sync(self) -> str | None:
         return sync_requested_at(self.app.get())
 
+    def _observer_quiet(self) -> float:
+        """A few of the observer's periods, or the run's quiet period if longer."""
+        return self.world.timing.quiet_for(OBSERVER_PERIOD)
+
     def _no_sync_since(self, sent: str | None) -> None:
         """A named quiet period: the observer, which found the render Healthy again, sends no
         /sync for it, nor did it while the render turned (the annotation is still `sent`)."""
-        quiet = self.world.timing.quiet_for(OBSERVER_PERIOD)
+        quiet = self._observer_quiet()
         try:
             self.app.holds_for(
                 lambda release: sync_requested_at(release) == sent,
