@@ -60,7 +60,7 @@ from conformance.document.model import TRANSIENT, Prediction, ReleaseModel, Retr
 from conformance.document.model_goals import LADDERS, Goals
 from conformance.document.model_profiles import Profile
 from conformance.install.base import ControllerUnderTest
-from conformance.observe import widgets
+from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     App,
     Obj,
@@ -707,7 +707,7 @@ class Driver(Sequence):
         self._await_reconcile(
             started,
             predictions,
-            lambda release: healthy_reason(release) == "Progressing",
+            lambda release: reason(release, "Healthy") == "Progressing",
             f"reconcile that applies {content} with Widget {widget} not yet Healthy",
         )
         return predictions
@@ -746,7 +746,7 @@ class Driver(Sequence):
         self._await_reconcile(
             started,
             predictions,
-            lambda release: healthy_reason(release) == health,
+            lambda release: reason(release, "Healthy") == health,
             f"reconcile of the observer's news: Widget {widget} {health}",
             self.world.timing.reconcile + OBSERVER_PERIOD,
         )
@@ -887,16 +887,12 @@ def observed_generation(release: Obj) -> object:
     return (release.get("status") or {}).get("observedGeneration")
 
 
-def reason(release: dict[str, Any]) -> str | None:
-    return (condition(release) or {}).get("reason")
-
-
-def healthy_reason(release: Obj) -> str | None:
-    return (condition(release, "Healthy") or {}).get("reason")
+def reason(release: dict[str, Any], kind: str = "Applied") -> str | None:
+    return (condition(release, kind) or {}).get("reason")
 
 
 def sync_requested_at(release: Obj) -> str | None:
-    return (release["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
+    return subresources.annotations_of(release).get(SYNC_REQUESTED_AT)
 
 
 def reported(status: dict[str, Any]) -> str:

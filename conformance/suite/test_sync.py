@@ -763,7 +763,7 @@ def test_a_render_applied_again_and_healthy_again_gets_no_new_sync(
     widgets.set_health(app, "worker", "Healthy")
     app.wait_for(functools.partial(healthy_is, "True"), "Healthy=True")
     app.holds_for(
-        lambda r: subresources.annotations_of(r).get(SYNC_REQUESTED_AT) == handled,
+        functools.partial(sync_requested_at_is, handled),
         "no /sync when the render applied again turns Healthy again",
         quiet,
     )
