@@ -26,8 +26,8 @@ SUITE_WORKERS ?= 12
 # kindest/node (GitHub's runners).
 KIND_ENGINE ?= own
 # On the system's Docker; with KIND_ENGINE=own the kind-host tests run the whole suite on the
-# cluster they share, as many workers (tests/kindhost/test_whole_suite_on_kind.py says why 8).
-KIND_WORKERS ?= 8
+# cluster they share, as many workers (tests/kindhost/test_whole_suite_on_kind.py says why 12).
+KIND_WORKERS ?= 12
 KIND_REPORT := reports/kind
 KINDHOST := $(BIN)/python -P -m conformance.kindhost
 

@@ -5,7 +5,8 @@ shards) take minutes where the others take seconds. xdist's own schedulers hand 
 contiguous blocks at the start, so all the long tests can land on one worker and run one
 after another. Here the tests marked starts_first come first, every worker starts with one of
 them, and each worker gets its next test when it is done with one: a greedy schedule, whose
-wall time stays near the longest test plus a worker's set-up.
+wall time stays near the longest test plus a worker's set-up. A test that stops the
+controller comes last: where the workers share one, it runs alone.
 """
 
 from __future__ import annotations
@@ -15,14 +16,35 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScheduling
 from xdist.workermanage import WorkerController
 
+from conformance.harness.run_cluster import is_xdist_worker
+from conformance.harness.turns import STOPS_CONTROLLER
+
 #: The marker of a test that runs far longer than the others (the model-based run).
 STARTS_FIRST = "starts_first"
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked starts_first first; the rest keep the collection's order."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked starts_first first; on an xdist worker, the tests that stop the controller
+    last (stopping_tests_last); the rest keep the collection's order."""
     items.sort(key=lambda item: item.get_closest_marker(STARTS_FIRST) is None)  # stable
+    if is_xdist_worker(config):
+        items[:] = stopping_tests_last(items, config.workerinput["workercount"])  # type: ignore[attr-defined]
+
+
+def stopping_tests_last(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` with the tests that stop the controller handed out last.
+
+    Where the workers share one controller (kind, a vendor's), such a test waits until every
+    running test is done and no test starts meanwhile (conformance.harness.turns). Handed out
+    early, it waited for the model-based shards, minutes, with the other workers idle (8 tests
+    of test_force.py waited 115-133 s each on kind); last, that wait is the run's own tail.
+    LongestFirst gives each worker the collection's last test as its second one at the
+    start, so these go just before the last `workers` tests."""
+    stopping = [item for item in items if item.get_closest_marker(STOPS_CONTROLLER)]
+    others = [item for item in items if not item.get_closest_marker(STOPS_CONTROLLER)]
+    cut = max(len(others) - workers, 0)
+    return [*others[:cut], *stopping, *others[cut:]]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -6,8 +6,11 @@ import json
 
 import pytest
 
-#: Three long tests (marked as the model-based shards are) among short ones; each test
-#: writes down the worker that ran it and when.
+from conformance.harness.scheduling import stopping_tests_last
+
+#: Three long tests (marked as the model-based shards are) and one that stops the controller
+#: (as BACK-5's restart does) among short ones; each test writes down the worker that ran it
+#: and when.
 TESTS = """
 import json, os, time
 import pytest
@@ -18,6 +21,14 @@ def _ran(name):
 
 @pytest.mark.parametrize("index", range(6))
 def test_short(index):
+    _ran(f"short{index}")
+
+@pytest.mark.stops_controller
+def test_stopping():
+    _ran("stopping")
+
+@pytest.mark.parametrize("index", range(6, 12))
+def test_short_after(index):
     _ran(f"short{index}")
 
 @pytest.mark.starts_first
@@ -31,7 +42,7 @@ def test_long(index):
 def _workers_of(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
     pytester.makepyfile(TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=16)
     lines = (pytester.path / "ran.jsonl").read_text().splitlines()
     return {name: worker for name, worker, _ in map(json.loads, lines)}
 
@@ -50,4 +61,15 @@ def test_a_dist_named_on_the_command_line_keeps_its_own_schedule(
 
 
 def test_more_workers_than_tests_run_each_test_once(pytester: pytest.Pytester) -> None:
-    assert len(_workers_of(pytester, "-n", "12")) == 9
+    assert len(_workers_of(pytester, "-n", "20")) == 16
+
+
+def test_a_test_that_stops_the_controller_is_handed_out_last(pytester: pytest.Pytester) -> None:
+    """Where workers share a controller it runs alone: handed out early, it kept them idle
+    until the long tests were done. The last three go out at the start, as each worker's
+    second test, so it goes just before them."""
+    pytester.makepyfile(TESTS)
+    collected, _ = pytester.inline_genitems("-p", "no:cacheprovider")
+    others = [item.name for item in collected if item.name != "test_stopping"]
+    names = [item.name for item in stopping_tests_last(collected, workers=3)]
+    assert names == [*others[:-3], "test_stopping", *others[-3:]], names
