@@ -99,9 +99,19 @@ BACKOFF_NAMES = {backoff: name for name, backoff in BACKOFFS.items()}
 #: from its fifth retry on (BACK-6), so a step climbs it deeper.
 MOST_REFUSALS = 3
 MOST_DEFAULT_LIMITER_REFUSALS = 6
-#: How long a step without retries may take: its reconcile, the settle period after it and
-#: the checks, on a loaded machine. A step's resync-free slot adds its retries and restart.
-STEP_SECONDS = 6.0
+#: How long a step without retries may take on a loaded machine: its reconciles and checks,
+#: and the settle periods it waits for (at most this many, each the run's `settle`). A step's
+#: resync-free slot adds its retries and restart.
+STEP_WORK = 4.0
+STEP_SETTLES = 2
+
+
+def step_seconds(settle: float) -> float:
+    return STEP_WORK + STEP_SETTLES * settle
+
+
+#: A step at the default settle period: what a rehearsal's clock takes each step to last.
+STEP_SECONDS = step_seconds(Timing().settle)
 RESTART_SECONDS = 8.0
 #: Each retry's allowance beyond its delay: the controller's reconcile and the band's late side.
 RETRY_SECONDS = 1.0
@@ -113,10 +123,6 @@ PERIODIC_INTERVAL = "3500ms"
 #: How that interval is taken off again (INT-3), as spec.syncPolicy.interval is written (None:
 #: removed).
 INTERVAL_OFF: dict[str, str | None] = {"unset": None, "0s": "0s", "0": "0"}
-#: What a step about the observer needs beyond a step's own and its quiet period: one
-#: observation of the Widget turned Healthy and the reconciles its news and its /sync start, or
-#: two observations (Degraded, then Healthy again) and the reconcile each news starts.
-HEALTH_SECONDS = OBSERVER_PERIOD + STEP_SECONDS
 #: Request times: (what they are relative to, seconds from its second). "handled" is
 #: lastHandledSyncAt, "requested" the last request's time (both: now when there is none, so
 #: that a forced request in automatic mode, say, is in the past or the future too).
@@ -135,11 +141,11 @@ REQUEST_TIMES = {
 NEAR_HANDLED = ("handled-same-second", "handled-next-second", "before-handled")
 
 
-def periodic_slot(period: float) -> float:
+def periodic_slot(period: float, step: float) -> float:
     """What a step under an interval needs beyond a step's own: the periodic reconcile, the
     interval's removal and its reconcile, the one the interval may have scheduled before, and
     the quiet period after it."""
-    return STEP_SECONDS + 3 * (period + RETRY_SECONDS)
+    return step + 3 * (period + RETRY_SECONDS)
 
 
 def seconds_text(seconds: float) -> str:
@@ -319,7 +325,7 @@ class Sequence:
             f"render({content}) every {written}, then interval {off}",
             0,
             restart=False,
-            extra=periodic_slot(period),
+            extra=periodic_slot(period, self._step_seconds()),
         )
         predictions = self._edit_interval(period, written)
         predictions += self._periodic(content, period)
@@ -361,7 +367,10 @@ class Sequence:
         widget = f"worker-{self.run.sequences}-{content}"
         meanwhile = f", render({newer}) meanwhile" if newer else ""
         since = self._begin(
-            f"render({content}) turning Healthy{meanwhile}", 0, restart=False, extra=HEALTH_SECONDS
+            f"render({content}) turning Healthy{meanwhile}",
+            0,
+            restart=False,
+            extra=self._health_seconds(),
         )
         predictions = self._apply_unhealthy(content, widget)
         if newer is not None:
@@ -383,7 +392,7 @@ class Sequence:
             f"{widget} Degraded, then Healthy again",
             0,
             restart=False,
-            extra=HEALTH_SECONDS + self._observer_quiet(),
+            extra=self._health_seconds() + self._observer_quiet(),
         )
         sent = self._last_sync()
         predictions = self._health_news(widget, "Degraded")
@@ -424,6 +433,17 @@ class Sequence:
     def _health_news(self, widget: str, health: str) -> list[Prediction]:
         """The Widget turned `health`: the observer's news starts a reconcile."""
         return self._predict() if self.model.observe_health() else []
+
+    def _step_seconds(self) -> float:
+        """How long a step may take (a rehearsal: at the default settle period)."""
+        return STEP_SECONDS
+
+    def _health_seconds(self) -> float:
+        """What a step about the observer needs beyond a step's own and its quiet period: one
+        observation of the Widget turned Healthy and the reconciles its news and its /sync
+        start, or two observations (Degraded, then Healthy again) and the reconcile each news
+        starts."""
+        return OBSERVER_PERIOD + self._step_seconds()
 
     def _last_sync(self) -> str | None:
         """sync-requested-at as the Release has it (a rehearsal: none)."""
@@ -509,7 +529,11 @@ class Driver(Sequence):
         """The resync-free seconds a step needs: its reconciles, `retries` retries (the
         model's failure count is 0 between steps) and a restart."""
         delays = sum(self.model.backoff.delay(n) for n in range(1, retries + 1))
-        return STEP_SECONDS + RESTART_SECONDS * restart + delays + RETRY_SECONDS * retries
+        return self._step_seconds() + RESTART_SECONDS * restart + delays + RETRY_SECONDS * retries
+
+    def _step_seconds(self) -> float:
+        """At the run's settle period: a longer one (a slow cluster's) makes each step longer."""
+        return step_seconds(self.world.timing.settle)
 
     def _act(self, act: Callable[[Driver], object]) -> None:
         act(self)

@@ -3,13 +3,21 @@ writes, the request times it derives from the Release's state, and each shard's 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from conformance.document.model import ReleaseModel, RetryBackoff
 from conformance.document.model_profiles import Profile
-from conformance.harness.model_based import BACKOFFS, backoff_spec, request_time
+from conformance.harness.model_based import (
+    BACKOFFS,
+    STEP_SECONDS,
+    backoff_spec,
+    request_time,
+    step_seconds,
+)
+from conformance.timing import Timing
 
 HANDLED = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
 
@@ -62,3 +70,13 @@ def test_each_shard_draws_its_own_sequences_and_replays_alone() -> None:
     assert "-k 'test_generated_event_sequences_match_the_sync_policy_model[1]'" in (
         shards[1].replay
     )
+
+
+def test_a_longer_settle_period_gives_each_step_a_longer_slot() -> None:
+    """A step waits for the controller to settle, so a run on a slow cluster (settle up to its
+    certifying maximum) must keep resync ticks out of a longer slot; at the default, a step
+    lasts what a rehearsal's clock takes it to."""
+    default = Timing().settle
+    longest = next(f.metadata["maximum"] for f in dataclasses.fields(Timing) if f.name == "settle")
+    assert step_seconds(default) == STEP_SECONDS
+    assert step_seconds(longest) - step_seconds(default) >= longest - default
