@@ -27,6 +27,10 @@ DOCUMENT_RESYNC = 120.0
 #: How often the observer assesses health, as the API reference says ("every 2 seconds"): a
 #: quiet period about what it would send waits a few of these.
 OBSERVER_PERIOD = 2.0
+#: A lifecycle hook batch not Healthy this long after its first apply fails (HookFailed), as the
+#: API reference says; the reference schedules a reconcile at that deadline, which the document
+#: leaves open.
+HOOK_BATCH_TIMEOUT = 60.0
 #: pytest-timeout's limit on a test's body where neither --timeout, PYTEST_TIMEOUT nor an ini
 #: file sets one (the installed kit has no ini): long enough for the slowest test of a
 #: development run, which marks its own where it needs more.

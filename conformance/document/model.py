@@ -13,8 +13,9 @@ reconcile may come at, and the caller accepts any of them.
 The events are those a test can cause from outside the cluster: create, a spec edit (a new
 generation), a source edit (a new render, no generation change), a /sync (forced or not, at a
 chosen time) and the removal of its annotation, a pin written or removed through the /pin
-subresource, other annotations and labels, applies refused or let through (the witness), a
-resync tick, the observer's new health data, a controller restart.
+subresource, a lifecycle hook batch written and turning Healthy, other annotations and labels,
+applies refused or let through (the witness), a resync tick, the observer's new health data, a
+controller restart.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class ReleaseModel:
     last_handled_sync: datetime | None = None
     last_handled_force: datetime | None = None
     pinned_to: str | None = None
+    #: the lifecycle annotation holds a preApply hook batch that is not Healthy yet
+    hooks_waiting: bool = False
     refusing: bool = False
     failures: int = 0
     exists: bool = False
@@ -155,6 +158,20 @@ class ReleaseModel:
         self.pinned_to = render
         return self.request_sync(at)
 
+    def write_lifecycle(self, *, waiting: bool) -> bool:
+        """The lifecycle annotation written through the main resource: no generation change,
+        so no reconcile of its own; the next reconcile that gets to the hooks runs its batch
+        (`waiting`: one not Healthy yet, which ends that reconcile in WaitingForHooks)."""
+        self.hooks_waiting = waiting
+        return False
+
+    def hook_batch_healthy(self) -> bool:
+        """The batch turned Healthy: hook objects are not part of the render, so no health
+        data of the inventory changed and no reconcile starts; the observer's /sync, which
+        it sends for a batch a reconcile left waiting, is a `request_sync`."""
+        self.hooks_waiting = False
+        return False
+
     def edit_other_metadata(self) -> bool:
         """Another annotation, or a label: no generation change, no reconcile."""
         return False
@@ -202,6 +219,8 @@ class ReleaseModel:
             prediction = self._hold("True" if in_sync else "False", _manual_reason(in_sync))
         elif self.pinned_to is not None and self.pinned_to != self.render:
             prediction = self._hold("False", "Pinned", dry_run=False)
+        elif self.hooks_waiting:  # preApply hooks come after the dry run, before the apply
+            prediction = self._hold("False", "WaitingForHooks", dry_run=not forced)
         elif self.refusing:
             prediction = self._transient_failure(dry_run=not forced)
         else:

@@ -5,10 +5,11 @@ of the CI profile: a manual request in lastHandledSyncAt's second, the one befor
 after it; a removed request whose reconcile shows; a ladder of refusals long enough that a
 retryBackoff's curve differs from a wrong one by more than the timing band; a WaitingForSync
 hold between two failures; a new render under an interval in each mode; the observer's /sync
-for a render turned Healthy, in each mode, and none when it turns Healthy again. Each goal names one
-such case and the clause it shows. A goal is reached when the model, stepped by a sequence,
-shows the case: the goals read the model's state before and after each step and its
-predictions, never the cluster, so a rehearsal of a profile's sequences
+for a render turned Healthy, in each mode, and none when it turns Healthy again; its /sync for
+a completed hook batch, and a forced reconcile that waits for one. Each goal names one such case
+and the clause it shows. A goal is reached when the model, stepped by a sequence, shows the
+case: the goals read the model's state before and after each step and its predictions, never
+the cluster, so a rehearsal of a profile's sequences
 (conformance.harness.model_based.rehearse) says which goals its seed reaches.
 """
 
@@ -44,6 +45,13 @@ OBSERVER_GOALS = {
     "manual": "SYNC-9.new-render: the observer's /sync applies a newer render (manual mode)",
     "again": "SYNC-9.new-render-once: no /sync for a render that turns Healthy again",
 }
+#: A preApply hook batch a reconcile waits for (WaitingForHooks) turning Healthy.
+HOOK_GOALS = {
+    "manual": "SYNC-9.hooks: the observer's /sync for a completed hook batch applies the render "
+    "(manual mode)",
+    "forced": "FORCE-5.wait: a forced reconcile that waits for a hook batch is handled, and the "
+    "observer's /sync after it runs the dry run (FORCE-4.after-wait)",
+}
 
 #: The retries a ladder climbs before its curve shows, by the retryBackoff it climbs
 #: (conformance.harness.model_based.BACKOFFS), and the clause it shows. The default limiter's 5 ms
@@ -74,6 +82,7 @@ GOALS = (
     HOLD_GOAL,
     *PERIODIC_GOALS.values(),
     *OBSERVER_GOALS.values(),
+    *HOOK_GOALS.values(),
 )
 
 
@@ -130,6 +139,13 @@ class Goals:
 
     def observe_healthy_again(self) -> None:
         self.reached.add(OBSERVER_GOALS["again"])
+
+    def observe_hook_batch(self, *, automatic: bool, forced: bool) -> None:
+        """A reconcile waited for a hook batch, whose /sync then applied the render."""
+        if forced:
+            self.reached.add(HOOK_GOALS["forced"])
+        if not automatic:
+            self.reached.add(HOOK_GOALS["manual"])
 
     def count_from_zero(self) -> None:
         """A new sequence, or a new controller process: no count is kept, whatever the holds

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 #: The CI sequences' seed: one whose draws reach every case the generator aims for
 #: (conformance.document.model_goals), as a rehearsal on the model shows
 #: (tests/unit/test_model_goals.py).
-CI_SEED = 279
+CI_SEED = 1175
 
 
 @dataclass(frozen=True)

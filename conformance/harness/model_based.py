@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,8 +74,8 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import Attempt, WitnessTimeout
-from conformance.timing import OBSERVER_PERIOD, Timing, parse_seconds
-from convoyapi import SYNC_REQUESTED_AT
+from conformance.timing import HOOK_BATCH_TIMEOUT, OBSERVER_PERIOD, Timing, parse_seconds
+from convoyapi import LIFECYCLE, SYNC_REQUESTED_AT
 
 #: retryBackoff values whose ladders a mutant's differs from by more than the timing band
 #: (an early retry by its early side, 0.1 s; a late one by its late side, 0.5 s and the
@@ -401,15 +402,55 @@ class Sequence:
         self.run.goals.observe_healthy_again()
         self._finish(predictions, since)
 
-    def _apply_unhealthy(self, content: str, widget: str) -> list[Prediction]:
-        """The render with its Widget, and a request that applies it in either mode: later
-        than the last one, and than the handled second."""
+    def hook_batch(self, force: bool) -> None:
+        """A preApply hook batch whose Widget is not Healthy yet, written in the lifecycle
+        annotation (through the main resource: no reconcile of its own), and a request, forced
+        or not, that the next reconcile takes in either mode: it runs the dry run unless
+        forced, then waits for the batch (WaitingForHooks, a hold: a manual request stays
+        pending, a forced one is handled). The Widget turns Healthy: the observer sends a
+        /sync for that wait (SYNC-9), and its reconcile applies the render."""
+        hook = f"hook-{self.run.sequences}-{len(self.steps)}"
+        forced = " (forced)" if force else ""
+        since = self._begin(
+            f"hook batch {hook}{forced}", 0, restart=False, extra=self._health_seconds()
+        )
+        predictions = self._hooks_wait(hook, force=force)
+        forced_wait = not predictions[0].dry_run
+        predictions += self._hook_batch_healthy(hook)
+        self.run.goals.observe_hook_batch(automatic=self.model.automatic, forced=forced_wait)
+        self._finish(predictions, since)
+
+    def _hooks_wait(self, hook: str, *, force: bool) -> list[Prediction]:
+        """The batch written, and a pending request: its reconcile waits for the batch."""
+        self.model.write_lifecycle(waiting=True)
+        at = self._pending_request_time()
+        assert self.model.request_sync(at, force=force), "a later request changes the annotation"
+        predictions = self._predict()
+        assert predictions[-1].reason == "WaitingForHooks", "a pending request runs the hooks"
+        return predictions
+
+    def _hook_batch_healthy(self, hook: str) -> list[Prediction]:
+        """The batch turned Healthy: the observer's /sync (in a rehearsal, sent at once)."""
+        return self._hook_batch_sync(self.run.now())
+
+    def _hook_batch_sync(self, at: datetime) -> list[Prediction]:
+        """The reconcile of the observer's /sync at `at` for the completed batch."""
+        self.model.hook_batch_healthy()
+        return self._predict() if self.model.request_sync(at) else []
+
+    def _pending_request_time(self) -> datetime:
+        """A request time that is pending in either mode: later than the last request's
+        second, and than the handled one."""
         now = self.run.now()
-        at = max(
+        return max(
             now,
             request_time(self.model, "handled", 1.0, now),
             request_time(self.model, "requested", 1.0, now),
         )
+
+    def _apply_unhealthy(self, content: str, widget: str) -> list[Prediction]:
+        """The render with its Widget, and a request that applies it in either mode."""
+        at = self._pending_request_time()
         self.model.edit_source(content)
         assert self.model.request_sync(at), "a later request changes the annotation"
         predictions = self._predict()
@@ -514,6 +555,11 @@ class Driver(Sequence):
     periodic: tuple[float, float] = (0.0, 0.0)
     #: the write of the step's interval and the end of the reconcile it started
     interval_edit: tuple[float, float] = (0.0, 0.0)
+    #: when the reconcile a hook batch's wait scheduled at its deadline may come (from, to),
+    #: though the batch completed before: the reference's, which the document leaves open
+    hook_deadlines: list[tuple[float, float]] = field(default_factory=list)
+    #: a hook deadline's window ended since the last check: one more reconcile may have come
+    hook_deadline_passed: bool = False
 
     @property
     def world(self) -> World:
@@ -560,7 +606,8 @@ class Driver(Sequence):
         it starts at."""
         slot = self._slot(refused, restart=restart) + extra
         self.world.clock.quiet_slot(slot)
-        while self._account_for_resyncs():  # the wait took some of the slot: find another
+        # the waits took some of the slot: find another
+        while self._waited_for_a_hook_deadline(slot) or self._account_for_resyncs():
             self.world.clock.quiet_slot(slot)
         late = self.world.clock.overdue()
         assert late is None, (
@@ -743,25 +790,100 @@ class Driver(Sequence):
     def _turns_healthy(self, widget: str) -> list[Prediction]:
         """The observer's /sync comes, at the time it writes; its reconcile and the news' may
         be one in automatic mode (the second event came while the first waited in the queue),
-        where each applies: the attempts say which."""
-        previous = sync_requested_at(self.app.get())
+        where each applies: the attempts say which. Not where the news' reconcile had begun
+        to apply before the /sync was written: that one started a reconcile of its own,
+        however late it comes."""
         turned = self.world.releases.recorder.mark()
+        sent = self._observer_sync_for(
+            widget, f"/sync from the observer for the render turned Healthy (Widget {widget})"
+        )
+        news_and_sync = self._observer_reports(sent)
+        if self.model.automatic and not self._applied_before_the_sync(turned):
+            sync = news_and_sync[1:]
+            self._await_reconcile(turned, sync, lambda _: True, "reconcile of the observer's /sync")
+            self.app.settle()
+            if len(self.app.attempts(since=turned)) < len(kinds_of(news_and_sync)):
+                return sync
+        what = "reconciles of the observer's news and of its /sync"
+        self._await_reconcile(turned, news_and_sync, lambda _: True, what)
+        return news_and_sync
+
+    def _observer_sync_for(self, widget: str, what: str) -> datetime:
+        """Turn `widget` Healthy; the time of the /sync the observer then sends."""
+        previous = sync_requested_at(self.app.get())
         widgets.set_health(self.app, widget, "Healthy")
         try:
             sent = self.app.wait_for(
                 lambda release: sync_requested_at(release) not in (None, previous),
-                f"/sync from the observer for the render turned Healthy (Widget {widget})",
+                what,
                 self.world.timing.reconcile + OBSERVER_PERIOD,
             )
         except AssertionError as missing:  # the steps first
             raise AssertionError(f"{self.history}: {missing}") from None
-        news_and_sync = self._observer_reports(parse_time(str(sync_requested_at(sent))))
-        sync = news_and_sync[1:] if self.model.automatic else news_and_sync
-        self._await_reconcile(turned, sync, lambda _: True, "reconcile of the observer's /sync")
+        return parse_time(str(sync_requested_at(sent)))
+
+    def _hooks_wait(self, hook: str, *, force: bool) -> list[Prediction]:
+        """Wait until the reconcile of the request has ended waiting for the batch, and keep
+        when the reconcile its deadline may bring could come: HOOK_BATCH_TIMEOUT after the
+        batch's first apply, by the band of a delay. Then wait until the controller settles:
+        no other reconcile may find the batch done before the observer says so."""
+        recorder, timing = self.world.releases.recorder, self.world.timing
+        started = recorder.mark()
+        self.app.annotate({LIFECYCLE: json.dumps(widgets.pre_apply_hook(hook))})
+        predictions = super()._hooks_wait(hook, force=force)
+        self.app.request_sync(at=self.model.sync_requested_at, force=force)
+        self._await_reconcile(
+            started, predictions, lambda _: True, f"reconcile that waits for hook batch {hook}"
+        )
+        applied = recorder.attempts(since=started, kind="Widget", name=hook, where=not_by_suite)
+        assert applied, f"{self.history}: hook batch {hook} waited for, but never applied"
+        due = applied[0].at + HOOK_BATCH_TIMEOUT
+        late = timing.slack(HOOK_BATCH_TIMEOUT, self.awaited[1] - started) + timing.settle
+        self.hook_deadlines.append((due - timing.lead(HOOK_BATCH_TIMEOUT), due + late))
         self.app.settle()
-        if len(self.app.attempts(since=turned)) < len(kinds_of(news_and_sync)):
-            return sync
-        return news_and_sync
+        return predictions
+
+    def _hook_batch_healthy(self, hook: str) -> list[Prediction]:
+        turned = self.world.releases.recorder.mark()
+        sent = self._observer_sync_for(hook, f"/sync from the observer for hook batch {hook}")
+        predictions = self._hook_batch_sync(sent)
+        self._await_reconcile(
+            turned, predictions, lambda _: True, f"reconcile of the /sync for hook batch {hook}"
+        )
+        return predictions
+
+    def _waited_for_a_hook_deadline(self, slot: float) -> bool:
+        """A named quiet period: the reconcile a hook batch's wait scheduled at its deadline
+        may still come, once. A step whose slot would hold it waits until it would have come
+        (and has ended, if it came); the resyncs' accounting then takes it in. True when it
+        waited."""
+        recorder = self.world.releases.recorder
+        now = recorder.mark()
+        due = [window for window in self.hook_deadlines if window[0] < now + slot]
+        if not due:
+            return False
+        self.hook_deadlines = [window for window in self.hook_deadlines if window not in due]
+        opens, until = min(start for start, _ in due), max(end for _, end in due)
+        came = recorder.quiet(until - now, since=opens, subresource=None, where=self.app.is_trace)
+        if came:
+            self.app.settle()
+        print(
+            f"{self.app.name}: waited {recorder.mark() - now:.1f} s for the reconcile a hook "
+            f"batch's deadline may bring: {'it came' if came else 'none came'}"
+        )
+        self.hook_deadline_passed = True
+        return True
+
+    def _applied_before_the_sync(self, turned: float) -> bool:
+        """Did a reconcile write the render (a dry run or an apply) before the observer's
+        /sync was written, both after the Widget `turned` Healthy? The /sync's write is the
+        controller's first write of the Release itself since then (it reads the annotation
+        changed, so the witness has both by now)."""
+        written = self.world.releases.recorder.attempts(
+            since=turned, kind="Release", name=self.app.name, where=not_by_suite
+        )
+        attempts = self.app.attempts(since=turned)
+        return bool(written and attempts) and attempts[0].at < written[0].at
 
     def _health_news(self, widget: str, health: str) -> list[Prediction]:
         started = self.world.releases.recorder.mark()
@@ -823,18 +945,19 @@ class Driver(Sequence):
 
     def _account_for_resyncs(self) -> bool:
         """Between two steps only resync ticks reconcile the Release (every retry ends within
-        its step): each is the model's resync, checked too, once its reconcile has come (a
-        resync burst on a shared controller can outlast the clock's settle period). True when
-        it had to wait for one."""
+        its step), and the reconcile a hook batch's deadline may bring: each is the model's
+        resync, checked too, once its reconcile has come (a resync burst on a shared controller
+        can outlast the clock's settle period). True when it had to wait for one."""
         if not self.checked_until:
             return False
         ticks = [tick for tick in self.world.clock.ticks() if tick > self.checked_until]
         between = self.app.attempts(since=self.checked_until)
-        predictions: list[Prediction] = []
-        for _ in range(max(len(ticks), 1) if between else len(ticks)):
-            self.steps.append("(resync)")
-            self.model.resync()
-            predictions += self._predict()
+        predictions = self._resyncs(len(ticks))
+        if self.hook_deadline_passed and len(between) > len(kinds_of(predictions)):
+            predictions += self._resyncs(1, "(hook batch deadline)")
+        elif between and not ticks:  # a tick the sentinel has not shown yet
+            predictions = self._resyncs(1)
+        self.hook_deadline_passed = False
         expected = kinds_of(predictions)
         waited = len(between) < len(expected)
         if waited:
@@ -846,6 +969,15 @@ class Driver(Sequence):
             self._check_status(predictions[-1])
         self.checked_until = max([self.checked_until, *ticks, *(a.at for a in between)]) + 1e-6
         return waited
+
+    def _resyncs(self, count: int, what: str = "(resync)") -> list[Prediction]:
+        """`count` reconciles between two steps, each the model's resync."""
+        predictions: list[Prediction] = []
+        for _ in range(count):
+            self.steps.append(what)
+            self.model.resync()
+            predictions += self._predict()
+        return predictions
 
     def _check_retries(
         self, attempts: list[Attempt], predictions: list[Prediction], since: float
@@ -1097,6 +1229,10 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         one written meanwhile)."""
         content = f"v{len(self.on.steps) + 1}"
         self.on.render_turning_healthy(content, f"{content}-newer" if newer else None)
+
+    @rule(force=st.booleans())
+    def hook_batch(self, force: bool) -> None:
+        self.on.hook_batch(force)
 
     @precondition(lambda machine: machine.on.healthy_widget is not None)
     @rule()

@@ -117,6 +117,30 @@ def test_a_forced_request_on_a_pinned_release_is_handled_and_applies_nothing() -
     assert held.last_handled_force == at(5).replace(microsecond=0)
 
 
+@pytest.mark.parametrize("force", [False, True])
+def test_a_request_that_waits_for_hooks_stays_pending_until_the_observers_sync(
+    force: bool,
+) -> None:
+    """The batch comes after the dry run and before the apply: the wait is a hold that leaves
+    lastHandledSyncAt as it was (a forced request is handled all the same); the batch turning
+    Healthy starts nothing itself, and the observer's /sync applies the render."""
+    model = synced_manual()
+    model.failures = 2
+    assert not model.write_lifecycle(waiting=True), "an annotation through the main resource"
+    model.request_sync(at(5), force=force)
+    waiting = model.reconcile()
+    assert (waiting.dry_run, waiting.apply) == (not force, False)
+    assert (waiting.applied, waiting.reason) == ("False", "WaitingForHooks")
+    assert waiting.last_handled_sync == T0.replace(microsecond=0) and model.sync_pending
+    assert waiting.last_handled_force == (at(5).replace(microsecond=0) if force else None)
+    assert model.failures == 0, "a hold resets the count"
+    assert not model.hook_batch_healthy()
+    assert model.request_sync(at(9))
+    applied = model.reconcile()
+    assert (applied.dry_run, applied.apply, applied.reason) == (True, True, "Applied")
+    assert applied.last_handled_sync == at(9).replace(microsecond=0)
+
+
 # -- triggers ----------------------------------------------------------------------------------
 
 
