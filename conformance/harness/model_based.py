@@ -639,7 +639,10 @@ class Driver(Sequence):
                 raise AssertionError(f"{self.history}: expected {expected}; {missing}") from None
         self.app.settle()
         attempts = self.app.attempts(since=since)
-        assert kinds(attempts) == expected, f"{self.history}: attempts {kinds(attempts)}"
+        assert kinds(attempts) == expected, (
+            f"{self.history}: attempts {kinds(attempts)}; the controller's writes since the "
+            f"step began: {self._writes_since(since)}"
+        )
         cut = len(kinds_of(predictions[:chained_from]))
         self._check_retries(attempts[cut:], predictions[chained_from:], since)
         self._check_each_outcome(attempts[cut:], predictions[chained_from:])
@@ -648,6 +651,13 @@ class Driver(Sequence):
         recorder.allow_all()
         super()._finish(predictions, since)
         self.checked_until = recorder.mark()
+
+    def _writes_since(self, since: float) -> str:
+        """The controller's writes in the namespace since `since`, as a failure shows them."""
+        writes = self.world.releases.recorder.attempts(
+            since=since, subresource=None, where=not_by_suite
+        )
+        return timeline(writes, since)
 
     def _edit_interval(self, period: float, written: str | None) -> list[Prediction]:
         recorder = self.world.releases.recorder
@@ -841,6 +851,8 @@ class Driver(Sequence):
         late = timing.slack(HOOK_BATCH_TIMEOUT, self.awaited[1] - started) + timing.settle
         self.hook_deadlines.append((due - timing.lead(HOOK_BATCH_TIMEOUT), due + late))
         self.app.settle()
+        # A wait that writes no render (a forced one) shows its outcome in status only.
+        self._check_status(predictions[-1])
         return predictions
 
     def _hook_batch_healthy(self, hook: str) -> list[Prediction]:
@@ -1078,6 +1090,26 @@ def outcome_text(
         f"Applied {status}/{reason}, lastHandledSyncAt {at(sync)}, "
         f"lastHandledForceSyncAt {at(force)}"
     )
+
+
+def timeline(attempts: list[Attempt], since: float) -> str:
+    """The controller's writes, each at its seconds after `since`, with what a status write
+    stored that tells a reconcile's outcome or a health finding: a failure's evidence."""
+    return "; ".join(
+        f"+{attempt.at - since:.3f} {attempt.describe().partition(' manager=')[0]}"
+        + (f" ({what_it_stored(attempt)})" if attempt.status is not None else "")
+        for attempt in attempts
+    )
+
+
+def what_it_stored(write: Attempt) -> str:
+    """A Release status write's Applied and Healthy conditions, an inventory's render and
+    health."""
+    status = write.status or {}
+    if write.kind.kind == "ReleaseInventory":
+        return f"renderRef {str(status.get('renderRef'))[-12:]}, health {status.get('health')}"
+    release = {"status": status}
+    return f"Applied {reason(release)}, Healthy {reason(release, 'Healthy')}"
 
 
 def kinds_of(predictions: list[Prediction]) -> list[str]:
