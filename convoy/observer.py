@@ -13,6 +13,12 @@ Which inventory writes start a reconcile (TRIG-6): a write of health data (rende
 entries) that differs from what the Release last took in. A reconcile takes the inventory in when
 it reads it, and when it asks for an assessment of the render it has just applied (`assess_now`,
 so that Healthy reflects that render without a second reconcile): that write is not news.
+
+The observer is the inventory's only writer, so it knows each write before its watch event
+comes: where the cache has not caught up with its last write, the inventory is that write (a
+reconcile that read the cache then would take in older data, and the late event of a write it
+has taken in, its own assessment's say, would look new). An event of a write no newer than the
+one the Release took in is no news.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import contextlib
 import json
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +51,8 @@ log = logging.getLogger("convoy.observer")
 
 #: Seconds between two health assessments of a Release.
 PERIOD = 2.0
+#: The observer's inventory writes remembered per Release: their events come within moments.
+WRITES_KEPT = 8
 _MESSAGE_MAX = 1024
 _MERGE = "application/merge-patch+json"
 
@@ -97,6 +106,10 @@ class Observer:
         self._tracked: set[str] = set()
         #: health data each Release last took in (see the module docstring)
         self._consumed: dict[str, str] = {}
+        #: the resourceVersion of the inventory each Release last took in
+        self._taken: dict[str, str | None] = {}
+        #: the observer's inventory writes, oldest first
+        self._writes: dict[str, deque[Obj]] = {}
         #: the render whose first Healthy assessment was announced with a /sync
         self._announced: dict[str, str] = {}
         #: the render a reconcile last assessed as it applied it (`assess_now`)
@@ -146,14 +159,28 @@ class Observer:
         """Is this inventory's health data new to its Release?"""
         key = object_key(inventory)
         with self._lock:
+            written = [version_of(write) for write in self._writes.get(key, ())]
+            version, taken = version_of(inventory), self._taken.get(key)
+            if version in written and taken in written:
+                return written.index(version) > written.index(taken)
             return self._consumed.get(key) != fingerprint(inventory.get("status"))
 
     def inventory(self, key: str) -> Obj | None:
         """The inventory a reconcile reads; what it holds is then no news to the Release."""
-        found = self._inventory_cache.get(key)
+        found = self._known(key)
         with self._lock:
             self._consumed[key] = fingerprint((found or {}).get("status"))
+            self._taken[key] = version_of(found)
         return found
+
+    def _known(self, key: str) -> Obj | None:
+        """The inventory from the cache, unless the cache has not caught up with the
+        observer's last write of it: then that write."""
+        cached = self._inventory_cache.get(key)
+        with self._lock:
+            writes = list(self._writes.get(key, ()))
+        behind = [version_of(write) for write in writes[:-1]]
+        return writes[-1] if version_of(cached) in behind else cached
 
     def assess_now(self, release: Obj, status: Obj, target: Target) -> Obj | None:
         """Assess the render a reconcile has just applied (`status` is the Release status it
@@ -163,7 +190,7 @@ class Observer:
         observer loop records the assessment later.
         """
         key = object_key(release)
-        old = self._inventory_cache.get(key)
+        old = self._known(key)
         assessed = self._assess(status, target)
         with self._lock:
             self._assessed[key] = assessed["renderRef"]
@@ -171,10 +198,13 @@ class Observer:
             if assessed["health"] == Health.HEALTHY:
                 self._announced[key] = assessed["renderRef"]
         try:
-            return self._record(release, old, assessed, None)
+            recorded = self._record(release, old, assessed, None)
         except client.ApiException as error:
             log.warning("observer: %s: inventory not written: %s", key, api_message(error))
             return old
+        with self._lock:
+            self._taken[key] = version_of(recorded)
+        return recorded
 
     # -- one observation -----------------------------------------------------------------------
     def _observe(self, key: str) -> float | None:
@@ -209,7 +239,7 @@ class Observer:
         status = release.get("status") or {}
         if not _applied_ref(release):
             return PERIOD
-        old = self._inventory_cache.get(key)
+        old = self._known(key)
         assessed = self._assess(status, target)
         drift = self._drift_if_due(key, release, status, target)
         self._record(release, old, assessed, drift)
@@ -275,12 +305,16 @@ class Observer:
         if old is None:
             self._create_inventory(release)
         with _absent_ok():
-            self._inventories.status.patch(
+            written = self._inventories.status.patch(
                 namespace=meta["namespace"],
                 name=meta["name"],
                 body={"status": status},
                 content_type=_MERGE,
-            )
+            ).to_dict()
+            with self._lock:
+                writes = self._writes.setdefault(object_key(release), deque(maxlen=WRITES_KEPT))
+                writes.append(written)
+            return written
         return {**(old or {}), "status": {**previous, **status}}
 
     def _create_inventory(self, release: Obj) -> None:
@@ -353,7 +387,13 @@ class Observer:
             self._consumed.pop(key, None)
             self._announced.pop(key, None)
             self._assessed.pop(key, None)
+            self._taken.pop(key, None)
+            self._writes.pop(key, None)
             self._drift_checked.pop(key, None)
+
+
+def version_of(obj: Obj | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
 
 
 def _applied_ref(release: Obj | None) -> str | None:

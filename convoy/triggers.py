@@ -44,6 +44,10 @@ def release_trigger(event: Event) -> str | None:
     return None
 
 
+#: The trigger of a reconcile that new health data in the inventory started (TRIG-6).
+INVENTORY_HEALTH = "inventory-health"
+
+
 def inventory_trigger(event: Event) -> str | None:
     """A ReleaseInventory update whose health data changed (not its drift, not its times).
 
@@ -54,7 +58,7 @@ def inventory_trigger(event: Event) -> str | None:
         return None
     old, new = event.old.get("status") or {}, event.new.get("status") or {}
     fields = ("renderRef", "health", "entries")
-    return "inventory-health" if any(old.get(f) != new.get(f) for f in fields) else None
+    return INVENTORY_HEALTH if any(old.get(f) != new.get(f) for f in fields) else None
 
 
 def wave_trigger(event: Event) -> bool:

@@ -1,11 +1,14 @@
-"""The reference controller when its Release cache lags behind the API server.
+"""The reference controller when its caches lag behind the API server.
 
 A busy API server delivers watch events late. Between a reconcile's apply and the moment the
 cache shows the status write that names the new render, the cache still names the old render
 as applied. An observer that trusted it would take the old render for a new one turning
 Healthy, and announce it with a /sync: in manual mode a request, which applies whatever the
-render is by then. Here the controller runs in this process on a control plane of its own (no
-other controller there), with every Release watch event delivered a second late.
+render is by then. And between the inventory write of a reconcile's own assessment and its
+event, a reconcile that read the inventory cache would take in older health data, and the
+write's late event would look like news (TRIG-6 says it starts no reconcile). Here the
+controller runs in this process on a control plane of its own (no other controller there), with
+the watch events of one kind delivered a second late.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from conformance.kube import dynamic_api
 from conformance.observe.releases import content_object, parse_time, rfc3339, same_second
 from conformance.polling import poll_until, quiet_period
 from convoy.controller import Controller
+from convoy.informer import Informer
 from convoy.observer import PERIOD
+from convoy.triggers import INVENTORY_HEALTH
 from convoyapi import API_VERSION, SYNC_REQUESTED_AT
 
 Obj = dict[str, Any]
@@ -49,29 +54,54 @@ def api() -> Iterator[client.ApiClient]:
         plane.stop()
 
 
-@pytest.fixture
-def lagging_controller(api: client.ApiClient) -> Iterator[Controller]:
-    controller = Controller(api, resync=120.0, workers=1)
-    deliver = controller.informer._deliver  # the watch's hand-over to the cache
+def lagging(informer: Informer) -> None:
+    """Deliver `informer`'s watch events to its cache LAG seconds late."""
+    deliver = informer._deliver  # the watch's hand-over to the cache
 
     def late(*args: Any) -> None:
         time.sleep(LAG)
         deliver(*args)
 
-    controller.informer._deliver = late  # type: ignore[method-assign]
+    informer._deliver = late  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def lagging_controller(api: client.ApiClient) -> Iterator[Controller]:
+    controller = Controller(api, resync=120.0, workers=1)
+    lagging(controller.informer)
     controller.start()
     yield controller
     controller.stop()
 
 
-class Manual:
-    """A manual Release reconciled every second, with its source."""
+@pytest.fixture
+def lagging_inventories(api: client.ApiClient) -> Iterator[tuple[Controller, list[str]]]:
+    """A controller whose inventory cache lags, and the triggers of the reconciles it queues."""
+    controller = Controller(api, resync=120.0, workers=1)
+    lagging(controller.inventory_informer)
+    triggers: list[str] = []
+    enqueue = controller.enqueue
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def recorded(key: str, why: str) -> None:
+        triggers.append(why)
+        enqueue(key, why)
+
+    controller.enqueue = recorded  # type: ignore[method-assign]
+    controller.start()
+    yield controller, triggers
+    controller.stop()
+
+
+class Manual:
+    """A manual Release (by default reconciled every second), with its source."""
+
+    def __init__(self, api: client.ApiClient, interval: str | None = "1s") -> None:
         self.core = client.CoreV1Api(api)
         self.releases = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
         self.set_content("v1")
-        spec = {"source": {"name": "src"}, "syncPolicy": {"interval": "1s"}}
+        spec: Obj = {"source": {"name": "src"}}
+        if interval:
+            spec["syncPolicy"] = {"interval": interval}
         body = {"apiVersion": API_VERSION, "kind": "Release", "metadata": {"name": "web"}}
         self.releases.create(body={**body, "spec": spec}, namespace=NAMESPACE)
 
@@ -88,8 +118,8 @@ class Manual:
     def get(self) -> Obj:
         return self.releases.get(name="web", namespace=NAMESPACE).to_dict()
 
-    def request(self) -> str:
-        written = rfc3339(datetime.now(UTC))
+    def request(self, at: datetime | None = None) -> str:
+        written = rfc3339(at or datetime.now(UTC))
         body = {"metadata": {"annotations": {SYNC_REQUESTED_AT: written}}}
         self.releases.patch(
             name="web", namespace=NAMESPACE, body=body, content_type="application/merge-patch+json"
@@ -107,6 +137,16 @@ class Manual:
         """Is lastHandledSyncAt the second of `request`?"""
         handled = (self.get().get("status") or {}).get("lastHandledSyncAt")
         return bool(handled) and same_second(parse_time(handled), parse_time(request))
+
+    def cached(self, controller: Controller) -> bool:
+        """Does the controller's inventory cache hold the inventory as the API server has it?"""
+        inventories = dynamic_api(self.releases.client.client).resources.get(
+            api_version=API_VERSION, kind="ReleaseInventory"
+        )
+        stored = inventories.get(name="web", namespace=NAMESPACE).to_dict()
+        held = controller.inventory_informer.get(f"{NAMESPACE}/web") or {}
+        version = stored["metadata"]["resourceVersion"]
+        return (held.get("metadata") or {}).get("resourceVersion") == version
 
     def requested(self) -> str | None:
         return (self.get()["metadata"].get("annotations") or {}).get(SYNC_REQUESTED_AT)
@@ -138,3 +178,30 @@ def test_a_lagging_cache_brings_no_sync_for_a_render_applied_before(
         assert release.content() == "v2", "v3 applied without a request"
 
     quiet_period(nothing_new, seconds=3 * PERIOD + LAG, step=0.2)
+
+
+def test_the_late_event_of_a_reconciles_own_assessment_starts_no_reconcile(
+    api: client.ApiClient, lagging_inventories: tuple[Controller, list[str]]
+) -> None:
+    """v2 applied on request: its reconcile's own assessment writes the inventory, whose event
+    comes a second late. A request in the same second (no request: a hold) starts a reconcile
+    that reads the inventory meanwhile. The late event must start none."""
+    controller, triggers = lagging_inventories
+    release = Manual(api, interval=None)
+    for content in ("v1", "v2"):
+        release.set_content(content)
+        written = release.request()
+        release.wait(lambda c=content: release.content() == c, f"{content} applied")
+        release.wait(lambda w=written: release.handled(w), f"the request of {written} handled")
+        if content == "v1":
+            release.wait(lambda: release.cached(controller), "the inventory cache caught up")
+    requested = parse_time(written)
+    again = requested.replace(microsecond=(requested.microsecond + 500_000) % 1_000_000)
+    triggers.clear()
+    release.request(again)
+
+    def no_news() -> None:
+        news = [why for why in triggers if why == INVENTORY_HEALTH]
+        assert not news, f"TRIG-6: reconciles queued since the hold's request: {triggers}"
+
+    quiet_period(no_news, seconds=LAG + 2 * PERIOD, step=0.2)
