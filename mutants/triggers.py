@@ -12,7 +12,7 @@ from convoy import controller, observer, policy, reconciler, waves
 from convoy.api import Annotation, ConditionType
 from convoy.durations import parse_duration
 from convoy.informer import EventType, object_key
-from convoy.triggers import RESYNC
+from convoy.triggers import INVENTORY_HEALTH, RESYNC
 from mutants import mutant
 from mutants.patching import wrap
 
@@ -225,7 +225,7 @@ def inventory_entries_ignored() -> None:
             return None
         old, new = event.old.get("status") or {}, event.new.get("status") or {}
         changed = any(old.get(f) != new.get(f) for f in ("renderRef", "health"))
-        return "inventory-health" if changed else None
+        return INVENTORY_HEALTH if changed else None
 
     controller.inventory_trigger = trigger
 

@@ -1096,7 +1096,7 @@ def timeline(attempts: list[Attempt], since: float) -> str:
     """The controller's writes, each at its seconds after `since`, with what a status write
     stored that tells a reconcile's outcome or a health finding: a failure's evidence."""
     return "; ".join(
-        f"+{attempt.at - since:.3f} {attempt.describe().partition(' manager=')[0]}"
+        f"+{attempt.at - since:.3f} {attempt.what()}"
         + (f" ({what_it_stored(attempt)})" if attempt.status is not None else "")
         for attempt in attempts
     )

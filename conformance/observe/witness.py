@@ -121,13 +121,14 @@ class Attempt:
     #: a status write's status as it would be stored (the whole status, not the patch)
     status: dict[str, Any] | None = None
 
-    def describe(self) -> str:
+    def what(self) -> str:
+        """The write alone: its operation, object and flags."""
         flags = " dry-run" * self.dry_run + " DENIED" * self.denied
         path = f"{self.kind.kind}/{self.name}" + f"/{self.subresource}" * bool(self.subresource)
-        return (
-            f"{self.operation} {path}{flags} manager={self.field_manager} user={self.user} "
-            f"at={self.at:.3f}"
-        )
+        return f"{self.operation} {path}{flags}"
+
+    def describe(self) -> str:
+        return f"{self.what()} manager={self.field_manager} user={self.user} at={self.at:.3f}"
 
 
 @dataclass(frozen=True)
