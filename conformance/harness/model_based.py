@@ -857,7 +857,7 @@ class Driver(Sequence):
             widget, f"/sync from the observer for the render turned Healthy (Widget {widget})"
         )
         news_and_sync = self._observer_reports(sent)
-        if self.model.automatic and not self._applied_before_the_sync(turned):
+        if self.model.automatic and not self._applied_before_the_sync(turned, sent):
             sync = news_and_sync[1:]
             self._await_reconcile(turned, sync, lambda _: True, "reconcile of the observer's /sync")
             self.app.settle()
@@ -935,14 +935,19 @@ class Driver(Sequence):
         self.hook_deadline_passed = True
         return True
 
-    def _applied_before_the_sync(self, turned: float) -> bool:
+    def _applied_before_the_sync(self, turned: float, sent: datetime) -> bool:
         """Did a reconcile write the render (a dry run or an apply) before the observer's
         /sync was written, both after the Widget `turned` Healthy? The /sync's write is the
-        controller's first write of the Release itself since then (it reads the annotation
-        changed, so the witness has both by now)."""
-        written = self.world.releases.recorder.attempts(
-            since=turned, kind="Release", name=self.app.name, where=not_by_suite
-        )
+        first write of the Release since then that carries its time (`sent`; the controller
+        reads the annotation changed, so the witness has both by now). Not merely its first
+        write: a controller may write its Release at every reconcile (a label, a finalizer)."""
+        written = [
+            attempt
+            for attempt in self.world.releases.recorder.attempts(
+                since=turned, kind="Release", name=self.app.name, where=not_by_suite
+            )
+            if carries_sync(attempt, sent)
+        ]
         attempts = self.app.attempts(since=turned)
         return bool(written and attempts) and attempts[0].at < written[0].at
 
@@ -1110,6 +1115,15 @@ def reason(release: dict[str, Any], kind: str = "Applied") -> str | None:
 
 def sync_requested_at(release: Obj) -> str | None:
     return subresources.annotations_of(release).get(SYNC_REQUESTED_AT)
+
+
+def carries_sync(write: Attempt, at: datetime) -> bool:
+    """Whether a write of a Release sets its sync-requested-at to the instant `at`."""
+    written = write.annotations.get(SYNC_REQUESTED_AT)
+    try:
+        return written is not None and parse_time(written) == at
+    except ValueError:  # not a time: not the observer's /sync
+        return False
 
 
 def reported(status: dict[str, Any]) -> str:

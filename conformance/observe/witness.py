@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -120,6 +120,8 @@ class Attempt:
     denied: bool = False
     #: a status write's status as it would be stored (the whole status, not the patch)
     status: dict[str, Any] | None = None
+    #: a main-resource write's annotations as they would be stored
+    annotations: dict[str, str] = field(default_factory=dict)
 
     def what(self) -> str:
         """The write alone: its operation, object and flags."""
@@ -389,6 +391,7 @@ def _attempt(request: dict[str, Any], at: float, wall: datetime) -> Attempt:
         user=(request.get("userInfo") or {}).get("username", ""),
         resource_version=old.get("resourceVersion"),
         status=(request.get("object") or {}).get("status") if subresource == "status" else None,
+        annotations={} if subresource else dict(current.get("annotations") or {}),
     )
 
 

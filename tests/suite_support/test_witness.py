@@ -300,16 +300,21 @@ def test_events_and_leases_are_not_sent_to_the_witness(
         assert not seen.attempts(subresource=None, kind=body["kind"])
 
 
-def test_a_status_write_is_recorded_apart_from_the_main_resource(
+def test_a_status_write_is_recorded_apart_from_the_main_resource_and_its_annotations(
     k8s: client.ApiClient, namespace: str, recorder: Recorder
 ) -> None:
-    """Status writes show a controller's reconciles; default queries leave them out.
+    """Status writes show a controller's reconciles; default queries leave them out. A
+    main-resource write keeps the annotations it stores (which write set a /sync).
 
     A Service, because no controller writes the status of a ClusterIP Service: a concurrent
     writer would make the API server retry the patch, and the witness see it twice.
     """
     core = client.CoreV1Api(k8s)
-    service = {"metadata": {"name": NAME}, "spec": {"ports": [{"port": 80}]}}
+    annotations = {"example.com/note": "written"}
+    service = {
+        "metadata": {"name": NAME, "annotations": annotations},
+        "spec": {"ports": [{"port": 80}]},
+    }
     core.create_namespaced_service(namespace, service, field_manager=CLIENT_MANAGER)
     condition = {
         "type": "Witnessed",
@@ -321,9 +326,10 @@ def test_a_status_write_is_recorded_apart_from_the_main_resource(
     status = {"status": {"conditions": [condition]}}
     core.patch_namespaced_service_status(NAME, namespace, status, field_manager=CLIENT_MANAGER)
     mine = {"name": NAME, "field_manager": CLIENT_MANAGER}
-    assert [a.operation for a in recorder.attempts(**mine)] == ["CREATE"]
+    [created] = recorder.attempts(**mine)
+    assert (created.operation, created.annotations) == ("CREATE", annotations)
     [write] = recorder.attempts(subresource="status", **mine)
-    assert (write.operation, write.kind.kind) == ("UPDATE", "Service")
+    assert (write.operation, write.kind.kind, write.annotations) == ("UPDATE", "Service", {})
 
 
 # -- f. cleanup ------------------------------------------------------------------------------

@@ -18,11 +18,14 @@ from conformance.harness.model_based import (
     Rehearsal,
     Sequence,
     backoff_spec,
+    carries_sync,
     request_time,
     run_sequences,
     step_seconds,
 )
+from conformance.observe.witness import Attempt, GroupVersionKind
 from conformance.timing import Timing
+from convoyapi import SYNC_REQUESTED_AT
 
 HANDLED = datetime(2026, 12, 3, 10, 0, 0, tzinfo=UTC)
 
@@ -110,3 +113,18 @@ def test_a_sequences_test_runs_the_sequence_its_whole_shard_draws_there(restarts
             alone = Recording(restarts=restarts)
             run_sequences(alone, Profile("ci", CI_SEED, shard, index))
             assert [s.history for s in alone.ran] == [expected.history], (shard, index)
+
+
+def release_write(annotations: dict[str, str]) -> Attempt:
+    kind = GroupVersionKind("convoy.example.com", "v1alpha1", "Release")
+    return Attempt(0.0, HANDLED, "uid", "UPDATE", kind, "ns", "web-1", "", False, None, "c", "1",
+                   annotations=annotations)  # fmt: skip
+
+
+def test_the_observers_sync_is_the_write_that_sets_its_instant_in_any_form() -> None:
+    """Not a controller's other writes of its Release (a label, a finalizer, another time)."""
+    assert carries_sync(release_write({SYNC_REQUESTED_AT: "2026-12-03T10:00:00Z"}), HANDLED)
+    assert carries_sync(release_write({SYNC_REQUESTED_AT: "2026-12-03T11:00:00+01:00"}), HANDLED)
+    assert not carries_sync(release_write({SYNC_REQUESTED_AT: "2026-12-03T10:00:01Z"}), HANDLED)
+    assert not carries_sync(release_write({SYNC_REQUESTED_AT: "soon"}), HANDLED)
+    assert not carries_sync(release_write({"example.com/note": "x"}), HANDLED)
