@@ -30,7 +30,7 @@ from conformance.harness.run_cluster import (
     kind_provider,
     provider_choice,
 )
-from conformance.harness.stash import MODEL_SEED, RUN_ID, TEST_FAILED, TIMING
+from conformance.harness.stash import RUN_ID, TEST_FAILED, TIMING
 from conformance.install import on_kind
 from conformance.observe import diagnostics
 from conformance.timing import TEST_TIMEOUT
@@ -205,24 +205,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[RUN_ID] = f"{shared['convoy_run_id']}-{shared['workerid']}"
         if "convoy_choice" in shared:
             config.stash[CHOICE] = Choice(*shared["convoy_choice"])
-        config.stash[MODEL_SEED] = shared["convoy_model_seed"]
     else:
         config.stash[RUN_ID] = secrets.token_hex(4)
-        config.stash[MODEL_SEED] = model_profiles.run_seed(
-            config.getoption("model_profile"),
-            config.getoption("model_seed"),
-            certifying=config.getoption("certify_phase") is not None,
-        )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: WorkerController) -> None:
-    """xdist: hand each worker the run ID, the provider and the model-based run's seed
-    decided here."""
+    """xdist: hand each worker the run ID and the provider decided here."""
     choice = provider_choice(node.config)
     node.workerinput["convoy_run_id"] = node.config.stash[RUN_ID]
     node.workerinput["convoy_choice"] = [choice.provider, choice.reason]
-    node.workerinput["convoy_model_seed"] = node.config.stash[MODEL_SEED]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -23,10 +23,8 @@ class Size:
     shrink: bool = True
 
 
-#: The model-based run's sequences come from this many shards, each drawn from the run's seed
-#: and the shard's number. Each sequence is a test of its own (Profile.sequence): time is
-#: real and mostly waited, and a shard's sequences one after another were the longest test of
-#: a whole-suite run by a minute and more.
+#: The model-based test runs as this many shards, each its own sequences (drawn from the run's
+#: seed and the shard's number) on its own worker: time is real, and mostly waited.
 SHARDS = 4
 #: Per shard, by name: `ci` the same sequences at every run (its seed is fixed), `long` new ones
 #: each run, `kill` the CI ones without shrinking.
@@ -46,36 +44,23 @@ def profile_name(name: str | None, *, certifying: bool) -> str:
     return name or (CERTIFYING_PROFILE if certifying else DEV_PROFILE)
 
 
-def run_seed(name: str | None, drawn: int | None, *, certifying: bool) -> int:
-    """The run's seed: the given one, the fixed one of the CI sequences, or a new one for the
-    long profile. One for the whole run, its xdist workers too: a sequence's test draws the
-    sequences of its shard before its own."""
-    if drawn is not None:
-        return drawn
-    long = profile_name(name, certifying=certifying) == "long"
-    return random.getrandbits(32) if long else CI_SEED
-
-
-def sequences_per_shard(name: str | None, *, certifying: bool) -> int:
-    return PROFILES[profile_name(name, certifying=certifying)].sequences
-
-
 @dataclass(frozen=True)
 class Profile:
     name: str
     seed: int
     shard: int = 0
-    #: which of the shard's sequences runs on the cluster (the others on the model alone);
-    #: None: all of them
-    sequence: int | None = None
 
     @classmethod
     def chosen(
-        cls, name: str | None, seed: int, *, certifying: bool, shard: int, sequence: int
+        cls, name: str | None, drawn: int | None, *, certifying: bool, shard: int = 0
     ) -> Profile:
-        """One sequence's test of the named profile (the run's default without one), drawn from
-        the run's seed (run_seed)."""
-        return cls(profile_name(name, certifying=certifying), seed, shard, sequence)
+        """The named profile (the run's default without one) and its seed: the given one,
+        the fixed one of the CI sequences, or a new one for the long profile (each shard its
+        own: the report records each)."""
+        name = profile_name(name, certifying=certifying)
+        if drawn is None:
+            drawn = random.getrandbits(32) if name == "long" else CI_SEED
+        return cls(name, drawn, shard)
 
     @property
     def size(self) -> Size:
@@ -87,15 +72,9 @@ class Profile:
         return f"{self.seed}/{self.shard}"
 
     @property
-    def tests(self) -> str:
-        """A -k expression of its test: its sequence's, or all of its shard's."""
-        sequence = "" if self.sequence is None else f"{self.sequence}]"
-        return f"{TEST_NAME}[{self.shard}-{sequence}"
-
-    @property
     def replay(self) -> str:
         return (
             f"convoy-conformance run --model-profile={self.name} --model-seed={self.seed} "
-            f"-k '{self.tests}' "
+            f"-k '{TEST_NAME}[{self.shard}]' "
             "(and the run's other options)"
         )

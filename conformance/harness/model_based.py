@@ -182,16 +182,9 @@ class Run:
         """Whether the sequences draw controller restarts."""
         raise NotImplementedError
 
-    def sequence(self, number: int, model: ReleaseModel) -> Sequence:
-        """A new sequence of one Release, the shard's `number`th (its failure count starts at
-        0)."""
+    def sequence(self, name: str, model: ReleaseModel) -> Sequence:
+        """A new sequence of one Release named `name` (its failure count starts at 0)."""
         raise NotImplementedError
-
-    def ended(self, error: BaseException | None) -> None:
-        """A sequence ended, with `error` under way if it did not pass (hypothesis' own
-        control flow too: a sequence it stopped, StopTest)."""
-        if self.first_failure is None:
-            self.first_failure = error
 
     def now(self) -> datetime:
         """The time a request is drawn relative to."""
@@ -203,7 +196,6 @@ class Run:
             "profile": profile.name,
             "seed": profile.seed,
             "shard": profile.shard,
-            "sequence": profile.sequence,
             "sequences": self.sequences,
             "steps": self.steps,
             "restarts": self.restarts,
@@ -229,48 +221,9 @@ class Rehearsal(Run):
         self.clock += timedelta(seconds=STEP_SECONDS)
         return self.clock
 
-    def sequence(self, number: int, model: ReleaseModel) -> Sequence:
+    def sequence(self, name: str, model: ReleaseModel) -> Sequence:
         self.goals.count_from_zero()
-        return Sequence(self, model, number=number)
-
-
-@dataclass(kw_only=True)
-class OneSequence(Run):
-    """One sequence of a shard on `on`, the shard's others on the model alone.
-
-    hypothesis draws a shard's sequences one after another from the shard's seed, each from
-    what the ones before drew, and nothing a sequence draws reads the cluster (Rehearsal): the
-    sequence at `index` here is the one a run of the whole shard draws there. Once one on the
-    cluster has failed, the sequences hypothesis draws to shrink it run there too."""
-
-    on: Run
-    index: int
-    rehearsal: Rehearsal = field(init=False)
-    #: the run the sequence under way belongs to
-    current: Run = field(init=False)
-    failed_on_the_cluster: bool = False
-
-    def __post_init__(self) -> None:
-        self.rehearsal = Rehearsal(restarts=self.on.restarts)
-        self.current = self.rehearsal
-
-    @property
-    def restarts(self) -> bool:
-        return self.on.restarts
-
-    def now(self) -> datetime:
-        return self.current.now()
-
-    def sequence(self, number: int, model: ReleaseModel) -> Sequence:
-        chosen = number - 1 == self.index or self.failed_on_the_cluster
-        self.current = self.on if chosen else self.rehearsal
-        self.current.sequences += 1
-        return self.current.sequence(number, model)
-
-    def ended(self, error: BaseException | None) -> None:
-        super().ended(error)
-        if self.current is self.on and isinstance(error, Exception):
-            self.failed_on_the_cluster = True
+        return Sequence(self, model)
 
 
 @dataclass
@@ -287,9 +240,9 @@ class World(Run):
     def restarts(self) -> bool:
         return self.restartable is not None
 
-    def sequence(self, number: int, model: ReleaseModel) -> Driver:
+    def sequence(self, name: str, model: ReleaseModel) -> Driver:
         self.goals.count_from_zero()
-        return Driver(self, model, number=number, app=App(self.releases, f"web-{number}"))
+        return Driver(self, model, app=App(self.releases, name))
 
     def restart_controller(self) -> None:
         assert self.restartable is not None
@@ -309,8 +262,6 @@ class Sequence:
 
     run: Run
     model: ReleaseModel
-    #: its number in its shard (from 1): it names the Release and the Widgets it writes
-    number: int = 1
     #: applies the witness is still to refuse
     refusals: int = 0
     steps: list[str] = field(default_factory=list)
@@ -414,7 +365,7 @@ class Sequence:
         it applies the newest render."""
         # Of this sequence's own: one a deleted Release of the namespace left would be
         # Healthy already at the apply.
-        widget = f"worker-{self.number}-{content}"
+        widget = f"worker-{self.run.sequences}-{content}"
         meanwhile = f", render({newer}) meanwhile" if newer else ""
         since = self._begin(
             f"render({content}) turning Healthy{meanwhile}",
@@ -458,7 +409,7 @@ class Sequence:
         forced, then waits for the batch (WaitingForHooks, a hold: a manual request stays
         pending, a forced one is handled). The Widget turns Healthy: the observer sends a
         /sync for that wait (SYNC-9), and its reconcile applies the render."""
-        hook = f"hook-{self.number}-{len(self.steps)}"
+        hook = f"hook-{self.run.sequences}-{len(self.steps)}"
         forced = " (forced)" if force else ""
         since = self._begin(
             f"hook batch {hook}{forced}", 0, restart=False, extra=self._health_seconds()
@@ -1221,7 +1172,7 @@ class SyncPolicyMachine(RuleBasedStateMachine):
         if spec := backoff_spec(BACKOFFS[backoff]):
             policy["retryBackoff"] = spec
         model = ReleaseModel(automatic=automatic, backoff=BACKOFFS[backoff])
-        self.driver = world.sequence(world.sequences, model)
+        self.driver = world.sequence(f"web-{world.sequences}", model)
         self.driver.step(
             f"create({'automatic' if automatic else 'manual'}, {backoff})",
             lambda m: m.create(),
@@ -1230,7 +1181,8 @@ class SyncPolicyMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         # hypothesis tears down in a `finally`: a step's failure is the exception under way
-        self.world.ended(sys.exc_info()[1])
+        if self.world.first_failure is None:
+            self.world.first_failure = sys.exc_info()[1]
         if self.driver is not None:
             self.driver.close()
 
@@ -1381,8 +1333,7 @@ class SequenceFailed(AssertionError):
 def run_sequences(world: Run, profile: Profile) -> None:
     """Draw the profile's sequences from its seed and run each against the cluster; raise
     SequenceFailed with the (shrunk) sequence that failed, its seed and how to replay it."""
-    drawn = world if profile.sequence is None else OneSequence(on=world, index=profile.sequence)
-    SyncPolicyMachine.world = drawn
+    SyncPolicyMachine.world = world
     try:
         run_state_machine_as_test(
             seed(profile.shard_seed)(SyncPolicyMachine),
@@ -1396,7 +1347,7 @@ def run_sequences(world: Run, profile: Profile) -> None:
             ),
         )
     except Flaky as replayed_otherwise:
-        found = without_a_shrunk_replay(drawn.first_failure, replayed_otherwise)
+        found = without_a_shrunk_replay(world.first_failure, replayed_otherwise)
         raise SequenceFailed(f"{found}\n{_replay(profile)}") from replayed_otherwise
     except Exception as failed:  # an assertion, or what a step waited for never came
         raise SequenceFailed(f"{described(failed)}\n{_replay(profile)}") from failed

@@ -12,8 +12,6 @@ from conformance.timing import Timing
 #: The run's ID, shared by its xdist workers (it names the run's namespaces).
 RUN_ID = pytest.StashKey[str]()
 TIMING = pytest.StashKey[Timing]()
-#: The model-based run's seed, shared by its xdist workers (model_profiles.run_seed).
-MODEL_SEED = pytest.StashKey[int]()
 #: What the report says of the run's cluster: provider, why, Kubernetes version.
 ENVIRONMENT = pytest.StashKey[dict[str, Any]]()
 #: On a test item: one of its phases failed (the namespace fixture's teardown reads it).

@@ -18,9 +18,8 @@ from collections.abc import Callable
 import pytest
 
 from conformance.certification.report import MODEL_RUN_PROPERTY
-from conformance.document.model_profiles import SHARDS, Profile, sequences_per_shard
+from conformance.document.model_profiles import SHARDS, Profile
 from conformance.harness.model_based import SequenceFailed, World, run_sequences
-from conformance.harness.stash import MODEL_SEED
 from conformance.install.base import ControllerUnderTest
 from conformance.observe.releases import Releases
 from conformance.observe.resync import ResyncClock
@@ -91,21 +90,12 @@ CLAUSES = (
 )
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test for each sequence of each shard, as many as the run's profile draws."""
-    option = metafunc.config.getoption
-    certifying = option("certify_phase") is not None
-    count = sequences_per_shard(option("model_profile"), certifying=certifying)
-    cases = [(shard, sequence) for shard in range(SHARDS) for sequence in range(count)]
-    metafunc.parametrize(("shard", "sequence"), cases)
-
-
 @pytest.mark.clause(*CLAUSES)
 @pytest.mark.starts_first
-@pytest.mark.timeout(3600)  # a failing sequence's shrinking runs it again and again
+@pytest.mark.timeout(3600)  # a shard of the long profile: 10 sequences of 12 steps
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_generated_event_sequences_match_the_sync_policy_model(
     shard: int,
-    sequence: int,
     releases: Releases,
     controller: ControllerUnderTest | None,
     resync_clock: ResyncClock,
@@ -115,10 +105,9 @@ def test_generated_event_sequences_match_the_sync_policy_model(
 ) -> None:
     profile = Profile.chosen(
         pytestconfig.getoption("model_profile"),
-        pytestconfig.stash[MODEL_SEED],
+        pytestconfig.getoption("model_seed"),
         certifying=pytestconfig.getoption("certify_phase") is not None,
         shard=shard,
-        sequence=sequence,
     )
     # A shared controller (kind, a vendor's) is restarted only by a test that has it alone.
     own = controller if controller is not None and controller.per_worker else None

@@ -41,7 +41,7 @@ def cause(
 def manual_with_a_handled_request() -> Sequence:
     model = ReleaseModel(last_handled_sync=HANDLED, sync_requested_at=HANDLED, exists=True)
     model.last_successful = model.render
-    return Rehearsal().sequence(1, model)
+    return Rehearsal().sequence("web", model)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_a_removed_request_reaches_its_goal_only_where_its_reconcile_shows() -> 
 
 def test_a_removal_that_reconciles_an_automatic_release_reaches_its_goal() -> None:
     model = ReleaseModel(automatic=True, sync_requested_at=HANDLED)
-    sequence = Rehearsal().sequence(1, model)
+    sequence = Rehearsal().sequence("web", model)
     cause(sequence, "remove_sync_request")
     assert sequence.run.goals.reached == {REMOVED_GOAL}
 
@@ -114,7 +114,7 @@ def test_a_render_turning_healthy_reaches_the_goal_of_its_mode(
     sequence.render_turning_healthy("v2", newer)
     assert sequence.run.goals.reached == ({OBSERVER_GOALS[goal]} if goal else set())
     assert sequence.model.last_successful == (newer or "v2")
-    assert sequence.healthy_widget == f"worker-{sequence.number}-v2"
+    assert sequence.healthy_widget == f"worker-{sequence.run.sequences}-v2"
     sequence.healthy_again()
     assert OBSERVER_GOALS["again"] in sequence.run.goals.reached
 

@@ -1,26 +1,21 @@
 """What the model-based run draws, checked without a cluster: the retryBackoff specs it
-writes, the request times it derives from the Release's state, each shard's seed, and the
-sequence each of its tests runs."""
+writes, the request times it derives from the Release's state, and each shard's seed."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from conformance.document.model import ReleaseModel, RetryBackoff
-from conformance.document.model_profiles import CI_SEED, SHARDS, Profile
+from conformance.document.model_profiles import Profile
 from conformance.harness.model_based import (
     BACKOFFS,
     STEP_SECONDS,
-    Rehearsal,
-    Sequence,
     backoff_spec,
     carries_sync,
     request_time,
-    run_sequences,
     step_seconds,
 )
 from conformance.observe.witness import Attempt, GroupVersionKind
@@ -72,10 +67,10 @@ def test_a_base_without_a_time_counts_from_now() -> None:
     assert request_time(ReleaseModel(), "now", 3.0, now) == now + timedelta(seconds=3)
 
 
-def test_each_shard_draws_its_own_sequences_and_each_sequence_replays_alone() -> None:
-    shards = [Profile.chosen("ci", CI_SEED, certifying=False, shard=n, sequence=2) for n in (0, 1)]
+def test_each_shard_draws_its_own_sequences_and_replays_alone() -> None:
+    shards = [Profile.chosen("ci", None, certifying=False, shard=n) for n in range(2)]
     assert shards[0].shard_seed != shards[1].shard_seed
-    assert "-k 'test_generated_event_sequences_match_the_sync_policy_model[1-2]'" in (
+    assert "-k 'test_generated_event_sequences_match_the_sync_policy_model[1]'" in (
         shards[1].replay
     )
 
@@ -88,31 +83,6 @@ def test_a_longer_settle_period_gives_each_step_a_longer_slot() -> None:
     longest = next(f.metadata["maximum"] for f in dataclasses.fields(Timing) if f.name == "settle")
     assert step_seconds(default) == STEP_SECONDS
     assert step_seconds(longest) - step_seconds(default) >= longest - default
-
-
-@dataclass
-class Recording(Rehearsal):
-    """A rehearsal that keeps the sequences it ran."""
-
-    ran: list[Sequence] = field(default_factory=list)
-
-    def sequence(self, number: int, model: ReleaseModel) -> Sequence:
-        begun = super().sequence(number, model)
-        self.ran.append(begun)
-        return begun
-
-
-@pytest.mark.parametrize("restarts", [True, False], ids=["restarts", "no-restarts"])
-def test_a_sequences_test_runs_the_sequence_its_whole_shard_draws_there(restarts: bool) -> None:
-    """Each sequence is a test of its own: the sequences before it drawn on the model alone,
-    it on the cluster (here a rehearsal that records), and none after it."""
-    for shard in range(SHARDS):
-        whole = Recording(restarts=restarts)
-        run_sequences(whole, Profile("ci", CI_SEED, shard))
-        for index, expected in enumerate(whole.ran):
-            alone = Recording(restarts=restarts)
-            run_sequences(alone, Profile("ci", CI_SEED, shard, index))
-            assert [s.history for s in alone.ran] == [expected.history], (shard, index)
 
 
 def release_write(annotations: dict[str, str]) -> Attempt:
