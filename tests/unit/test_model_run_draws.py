@@ -86,9 +86,22 @@ def test_a_longer_settle_period_gives_each_step_a_longer_slot() -> None:
 
 
 def release_write(annotations: dict[str, str]) -> Attempt:
-    kind = GroupVersionKind("convoy.example.com", "v1alpha1", "Release")
-    return Attempt(0.0, HANDLED, "uid", "UPDATE", kind, "ns", "web-1", "", False, None, "c", "1",
-                   annotations=annotations)  # fmt: skip
+    """An update of a Release by its controller that stores `annotations`."""
+    return Attempt(
+        at=0.0,
+        wall=HANDLED,
+        uid="uid",
+        operation="UPDATE",
+        kind=GroupVersionKind("convoy.example.com", "v1alpha1", "Release"),
+        namespace="ns",
+        name="web-1",
+        subresource="",
+        dry_run=False,
+        field_manager=None,
+        user="controller",
+        resource_version="1",
+        annotations=annotations,
+    )
 
 
 def test_the_observers_sync_is_the_write_that_sets_its_instant_in_any_form() -> None:
