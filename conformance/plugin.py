@@ -21,6 +21,7 @@ import yaml
 from conformance import timing
 from conformance.certification import verdicts
 from conformance.certification.report import IMPLEMENTATION_FIELDS, PHASES, ReportPlugin
+from conformance.clusters.base import Cluster
 from conformance.clusters.select import PROVIDERS, Choice
 from conformance.document import catalog, model_profiles
 from conformance.harness.run_cluster import (
@@ -310,3 +311,12 @@ def pytest_runtest_makereport(
             funcargs["k8s"], funcargs["namespace"], funcargs.get("controller")
         )
         report.sections.append(("convoy diagnostics", text))
+    elif report.failed and report.when == "setup":
+        attach_cluster_health(report, funcargs.get("cluster"))
+
+
+def attach_cluster_health(report: pytest.TestReport, cluster: object) -> None:
+    """A set-up that failed once the cluster had started (a session fixture: the CRDs, the
+    controller): whether a part of the cluster died, and its last log lines."""
+    if isinstance(cluster, Cluster) and (health := cluster.health_report()):
+        report.sections.append(("cluster health", health))

@@ -95,6 +95,10 @@ class Cluster(ABC):
     def check_health(self) -> None:  # noqa: B027 - providers that run nothing keep this no-op
         """Raise with a clear message when a part the provider runs has died."""
 
+    def health_report(self) -> str:
+        """For a failure the cluster may explain: the state of each part the provider runs."""
+        return ""
+
     def api_client(self) -> client.ApiClient:
         """A cluster the suite made keeps the client's credential files beside its kubeconfig,
         which go with it (a killed test process leaves none in the system temp directory)."""

@@ -97,6 +97,9 @@ class LocalControlPlane(OnLoopback):
         for process in self.processes:
             process.check()
 
+    def health_report(self) -> str:
+        return "\n\n".join(process.report() for process in self.processes)
+
     def process(self, name: str) -> ManagedProcess:
         return next(p for p in self.processes if p.name == name)
 

@@ -72,6 +72,16 @@ class ManagedProcess:
         except FileNotFoundError:
             return "(no log)"
 
+    def report(self) -> str:
+        """Whether it runs (or how it ended), and the last lines of its log."""
+        if self.popen is None:
+            return f"{self.name}: never started"
+        code = self.popen.poll()
+        state = "running" if code is None else f"exited with code {code}"
+        return (
+            f"{self.name} (pid {self.pid}): {state}; last lines of {self.log_path}:\n{self.tail()}"
+        )
+
     def check(self) -> None:
         """Raise ChildDied when the child has exited."""
         if self.popen is not None and self.popen.poll() is not None:
