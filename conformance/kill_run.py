@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from conformance.clusters.binaries import Binaries
+from conformance.clusters.processes import die_with_parent
 from conformance.document import catalog, model_profiles
 from conformance.install.host import MUTANT_VARIABLE
 from conformance.lanes import Lanes
@@ -250,7 +251,10 @@ def must_pass(mutant: Mutant | None) -> bool:
 def run_counting_cpu(argv: list[str], log: IO[str], env: dict[str, str]) -> float:
     """Run `argv` to its end; the CPU seconds it and the descendants it waited for used (what
     tells a kill run bound by the machine's cores from one that waits)."""
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    # Killed with the kill run, which waits for it in the thread that started it.
+    process = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent
+    )
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     return usage.ru_utime + usage.ru_stime

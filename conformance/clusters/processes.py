@@ -22,7 +22,7 @@ class ChildDied(RuntimeError):
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the kernel kills the child when the process that started it dies (also SIGKILL);
     the stop signals are unblocked and at their defaults, as in a process a shell starts."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -55,7 +55,7 @@ class ManagedProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=self.env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     @property
