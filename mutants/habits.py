@@ -3,7 +3,10 @@ status reaches the API server (a server-side apply of its own; a merge patch of 
 fields only), how Events are sent (client-go's broadcaster), and what /metrics says besides the
 reference's series (controller-runtime's). None changes a decision, a reason, a condition's
 status or when a reconcile runs, so each must pass the whole suite. Written from the document
-alone, by a reviewer who had not seen the tests (an adversarial round).
+alone, by reviewers who had not seen the tests (adversarial rounds); the last three (a status
+UPDATE retried on conflict, Crossplane's Synced condition with conditions kept in place, an
+interval counted from the reconcile's start) join no combined variant: each sends the status
+another way than the combined variant, or orders what it orders, so each runs on its own.
 """
 
 from __future__ import annotations
@@ -11,16 +14,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import random
 import threading
 import time
 from typing import Any
 
 from kubernetes import client, dynamic
 
-from convoy import api, controller, events
-from convoy.reconciler import Result
+from convoy import api, controller, events, informer, reconciler, synctime
+from convoy.api import HOLDS, ConditionType
+from convoy.reconciler import Outcome, Result
 from mutants import variant
-from mutants.patching import wrap
+from mutants.patching import key_of, wrap
 
 log = logging.getLogger("convoy")
 
@@ -269,3 +274,153 @@ def controller_runtime_metrics() -> None:
     @wrap(controller.Controller, "metrics")
     def text(original, self) -> str:
         return original(self) + metrics.text(self._workers)
+
+
+#: client-go's retry.DefaultRetry: 5 tries, 10 ms apart, jittered by up to 10 %.
+RETRY_STEPS, RETRY_WAIT, RETRY_JITTER = 5, 0.010, 0.1
+
+
+@variant("status-update-retry-on-conflict", joins_combined=False)
+def status_update_retry_on_conflict() -> None:
+    """The status is written with a full UPDATE (a PUT of the whole Release to the status
+    subresource, carrying the resourceVersion the reconcile read), as
+    `r.Status().Update(ctx, release)` does in a kubebuilder controller, instead of a merge
+    patch; a 409 Conflict (the Release changed since the read: a /sync annotation, a pin) is
+    retried as client-go's `retry.RetryOnConflict(retry.DefaultRetry, ...)` does: the Release is
+    read again from the API server and the status the reconcile computed is put on that latest
+    copy, up to 5 tries 10 ms apart. A reconcile whose status did not change still writes
+    nothing (the reference's comparison stays in front of this send). The document says
+    nothing of how the status is written, only what it holds."""
+
+    @wrap(controller.Controller, "_send_status")
+    def send_status(original, self, release: Obj, status: Obj) -> None:
+        latest: Obj | None = release
+        for attempt in range(1, RETRY_STEPS + 1):
+            if latest is None:
+                return  # deleted meanwhile
+            meta = latest["metadata"]
+            try:
+                self._releases.status.replace(
+                    body=updated(latest, status), namespace=meta["namespace"], name=meta["name"]
+                )
+                return
+            except dynamic.exceptions.NotFoundError:
+                return  # deleted meanwhile
+            except dynamic.exceptions.ConflictError:
+                if attempt == RETRY_STEPS:
+                    raise  # as RetryOnConflict returns the last conflict: the reconcile fails
+            time.sleep(RETRY_WAIT * (1 + RETRY_JITTER * random.random()))
+            latest = informer.read_fresh(self._releases, key_of(release))
+
+
+def updated(latest: Obj, status: Obj) -> Obj:
+    """The body of a status UPDATE: the latest Release (its resourceVersion is the
+    precondition) with the reconcile's status; managedFields left out so that the API server
+    keeps its own, and null fields left out as Go's omitempty does."""
+    metadata = {key: value for key, value in latest["metadata"].items() if key != "managedFields"}
+    return {
+        **latest,
+        "metadata": metadata,
+        "status": {key: value for key, value in status.items() if value is not None},
+    }
+
+
+#: Crossplane's condition of the last reconcile itself, beside the resource's own ones.
+SYNCED = "Synced"
+RECONCILE_SUCCESS, RECONCILE_ERROR = "ReconcileSuccess", "ReconcileError"
+#: The order a condition type takes when a Release does not have it yet: the reconcile sets
+#: Synced first, then reads health (Healthy), then decides Applied.
+FIRST_ORDER = (SYNCED, ConditionType.HEALTHY.value, ConditionType.APPLIED.value)
+
+
+@variant("conditions-in-place-with-synced", joins_combined=False)
+def conditions_in_place_with_synced() -> None:
+    """The conditions are kept as apimachinery's `meta.SetStatusCondition` keeps them, not
+    sorted by type: a condition the Release already has keeps its place in the list, a new one
+    is added at the end, in the order this controller sets them (Synced, Healthy, Applied), so
+    a new Release lists Healthy before Applied. Besides Applied and Healthy, Crossplane's
+    Synced condition says whether the last reconcile ended without an error: True
+    (ReconcileSuccess, an empty message as Crossplane writes it) after an apply or a hold,
+    False (ReconcileError, the Applied message) after a failure, transient or not; its
+    lastTransitionTime is kept while its status stays the same, and it carries
+    observedGeneration like the others. The document names the Applied condition's statuses
+    and reasons and the Healthy condition's statuses; it says nothing of the order of the
+    conditions list or of other condition types, and a change of Synced is no trigger (only
+    "the status of the Applied or Healthy condition" of a lower wave is)."""
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj) -> Result:
+        result = original(self, release)
+        made = result.status.get("conditions") or []
+        if not made:
+            return result
+        found = {c["type"]: c for c in made if c["type"] != SYNCED}
+        before = {c["type"]: c for c in conditions_of(release)}
+        generation = release["metadata"].get("generation", 0)
+        now = synctime.format_sync_time(self._clock.wall())
+        found[SYNCED] = synced(result.outcome, before.get(SYNCED), generation, now)
+        result.status["conditions"] = [found[kind] for kind in in_place(release, found)]
+        return result
+
+
+def synced(outcome: Outcome, before: Obj | None, generation: int, now: str) -> Obj:
+    """Crossplane's Synced of a reconcile's outcome: an error unless applied or held."""
+    succeeded = outcome.applied or outcome.reason in HOLDS
+    status = "True" if succeeded else "False"
+    kept = before is not None and before.get("status") == status
+    return {
+        "type": SYNCED,
+        "status": status,
+        "reason": RECONCILE_SUCCESS if succeeded else RECONCILE_ERROR,
+        "message": "" if succeeded else outcome.message,
+        "lastTransitionTime": before["lastTransitionTime"] if kept and before else now,
+        "observedGeneration": generation,
+    }
+
+
+def in_place(release: Obj, found: dict[str, Obj]) -> list[str]:
+    """The condition types in meta.SetStatusCondition's order: those the Release had, where
+    they were; then the new ones in the order they are set; then any other, by name."""
+    order = [c["type"] for c in conditions_of(release) if c["type"] in found]
+    order += [kind for kind in FIRST_ORDER if kind in found]
+    order += sorted(found)
+    return list(dict.fromkeys(order))
+
+
+def conditions_of(release: Obj) -> list[Obj]:
+    return list((release.get("status") or {}).get("conditions") or [])
+
+
+@variant("interval-from-reconcile-start", joins_combined=False)
+def interval_from_reconcile_start() -> None:
+    """The periodic reconcile is scheduled one interval after the START of the reconcile that
+    schedules it, not after its end, as Argo CD counts its reconciliation period from the
+    last reconcile's time: the requeue delay is the interval less the time the reconcile took
+    (at once when it took longer than the interval). Everything else the reference decides
+    stays: a transient failure's backoff retry, the forgotten failure count after a success or
+    a hold, the deadline rechecks of hooks and rollouts, no periodic reconcile without an
+    interval. The document says "spec.syncPolicy.interval is the period of the periodic
+    reconcile": a period is the time from one start to the next; it does not say that the
+    period counts from the end of a reconcile."""
+    started = threading.local()
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj) -> Result:
+        started.at = self._clock.now()
+        return original(self, release)
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result: Result) -> str:
+        reason, policy = result.outcome.reason, result.policy
+        began = getattr(started, "at", None)
+        started.at = None
+        if reason.transient or policy is None or policy.interval <= 0 or began is None:
+            return original(self, key, result)
+        if result.outcome.applied or reason in HOLDS:
+            self.queue.forget(key)
+        if result.recheck_after is not None:
+            self.queue.add_after(key, result.recheck_after)
+        took = max(0.0, self._clock.now() - began)
+        delay = max(0.0, policy.interval - took)
+        self.queue.add_after(key, delay)
+        return f"next in {delay:.3f}s ({policy.interval:g}s from the reconcile's start)"
