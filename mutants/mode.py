@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from typing import Any
 
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from convoy import api, apply, controller, policy, reconciler, render, rollout, synctime, triggers
-from convoy.api import Reason
+from convoy import (
+    api,
+    apply,
+    controller,
+    hooks,
+    policy,
+    reconciler,
+    render,
+    rollout,
+    synctime,
+    triggers,
+)
+from convoy.api import Annotation, Reason
 from convoyapi.discovery import dynamic_client
 from mutants import mutant
 from mutants.patching import key_of, sync_policy_read_once, wrap
 
 Obj = dict[str, Any]
+log = logging.getLogger("convoy")
 
 
 def _with_mode(read: policy.SyncPolicy, automatic: bool) -> policy.SyncPolicy:
@@ -429,3 +442,29 @@ def halted_render_not_reapplied() -> None:
             result.notes.append("halted: left as applied")
             return None
         return original(self, release, result, target, current, forced, *rest)
+
+
+@mutant("manual-runs-pre-apply-hooks-while-waiting", "MAN-3.no-hooks")
+def manual_runs_pre_apply_hooks_while_waiting() -> None:
+    """A manual Release whose render waits for /sync (WaitingForSync) already runs its preApply
+    hook batches, so that the /sync does not wait for them: hook objects are applied to the
+    target without a request. The outcome stays WaitingForSync."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        outcome = original(self, release, result, requests, forced)
+        if outcome.reason is not Reason.WAITING_FOR_SYNC:
+            return outcome
+        key = key_of(release)
+        lifecycle = hooks.Lifecycle.parse(reconciler._annotation(release, Annotation.LIFECYCLE))
+        if not lifecycle.pre_apply:
+            return outcome
+        try:
+            target = self._targets.for_release(release)
+            namespace = reconciler._target_namespace(release)
+            self._hooks.run(key, hooks.PRE_APPLY, lifecycle.pre_apply, target, namespace)
+        except Exception as error:  # a warm-up: the /sync's own run reports what fails
+            log.debug("preApply warm-up of %s: %s", key, error)
+        finally:
+            self._hooks.forget(key)  # the /sync's run starts its own 60 s
+        return outcome

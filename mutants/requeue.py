@@ -455,3 +455,22 @@ def health_timeout_polls_without_an_interval() -> None:
         if failure is not None:
             result.recheck(failure.health_timeout)
         return result
+
+
+@mutant("forced-reconcile-schedules-no-interval", "INT-1.after-a-failure")
+def forced_reconcile_schedules_no_interval() -> None:
+    """A forced reconcile is handled as a one-shot (a result without RequeueAfter): it schedules
+    no periodic reconcile, so a Release with an interval is not reconciled again until some
+    event or the resync starts a reconcile."""
+
+    @wrap(reconciler.Reconciler, "_sync")
+    def sync(original, self, release: Obj, result, requests, forced: bool):
+        result.adv_forced = forced
+        return original(self, release, result, requests, forced)
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        read = result.policy
+        if getattr(result, "adv_forced", False) and read and not result.outcome.reason.transient:
+            result.policy = policy.SyncPolicy(read.automatic, 0.0, read.backoff)
+        return original(self, key, result)

@@ -21,6 +21,7 @@ from convoy import (
     workqueue,
 )
 from convoy.api import Annotation, Reason
+from convoy.informer import EventType
 from mutants import mutant
 from mutants.patching import key_of, wrap
 
@@ -840,3 +841,84 @@ def automatic_clears_last_handled() -> None:
         if automatic and result.status.get("lastHandledSyncAt") is not None:
             result.status["lastHandledSyncAt"] = None  # a merge patch with null removes it
         return result
+
+
+@mutant("request-bound-to-the-render-it-found", "SYNC-6.wait", "SYNC-6.failure")
+def request_bound_to_the_render_it_found() -> None:
+    """A /sync request is bound (in memory) to the render its first attempt found: once its
+    apply failed or waited, a later reconcile that finds another render does not try it again
+    and reports WaitingForSync, as if a new /sync were needed to approve the new render."""
+    bound: dict[str, tuple[datetime | None, str]] = {}
+    lock = threading.Lock()
+
+    @wrap(reconciler.Reconciler, "_hold")
+    def hold(original, self, release: Obj, status: Obj, ref: str, forced: bool):
+        # _hold runs only in automatic mode or with a pending request: the request's apply
+        # attempt starts here.
+        if not policy.SyncPolicy.of(release).automatic:
+            requests = policy.Requests.of(release)
+            if requests.sync_pending:
+                key = key_of(release)
+                with lock:
+                    seen = bound.get(key)
+                    if seen is None or seen[0] != requests.sync_at:
+                        seen = bound[key] = (requests.sync_at, ref)
+                if seen[1] != ref:
+                    return reconciler.manual_without_request(status, ref)
+        return original(self, release, status, ref, forced)
+
+
+def _sync_requested_at(obj: Obj) -> str | None:
+    return (obj["metadata"].get("annotations") or {}).get(Annotation.SYNC_REQUESTED_AT)
+
+
+@mutant("requests-found-at-start-taken-as-handled", "SYNC-6.across-a-restart")
+def requests_found_at_start_taken_as_handled() -> None:
+    """A started controller takes the sync-requested-at each Release has in its initial list
+    as the previous instance's business: only a change of the annotation after the start is a
+    request, so a request left pending by a failed or waiting apply (or sent while the
+    controller was down) is not applied after a restart."""
+    found_at_start: dict[str, str] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_on_event")
+    def on_event(original, self, event) -> None:
+        key = key_of(event.new)
+        if event.type == EventType.DELETED:
+            with lock:
+                found_at_start.pop(key, None)
+        elif event.type == EventType.ADDED and not self.informer.wait_synced(0):
+            value = _sync_requested_at(event.new)
+            if value is not None:
+                with lock:
+                    found_at_start[key] = value
+        original(self, event)
+
+    @wrap(reconciler.Reconciler, "reconcile")
+    def reconcile(original, self, release: Obj):
+        with lock:
+            found = found_at_start.get(key_of(release))
+        annotations = release["metadata"].get("annotations") or {}
+        if found is None or annotations.get(Annotation.SYNC_REQUESTED_AT) != found:
+            return original(self, release)
+        kept = {k: v for k, v in annotations.items() if k != Annotation.SYNC_REQUESTED_AT}
+        return original(self, {**release, "metadata": {**release["metadata"], "annotations": kept}})
+
+
+@mutant("nanoseconds-rounded-to-microseconds", "SYNC-4.same-second")
+def nanoseconds_rounded_to_microseconds() -> None:
+    """A request time with more than six fractional digits (RFC3339Nano, as Go writes it) is
+    rounded to microseconds instead of cut: ".9999996" becomes the next second, so a request in
+    the same second as lastHandledSyncAt is pending."""
+    original = synctime.parse_sync_time
+
+    def parse_sync_time(text: str) -> datetime:
+        parsed = original(text)
+        match = synctime._RFC3339.fullmatch(text)
+        fraction = match.group(7) if match else None
+        if not fraction or len(fraction) <= 6:
+            return parsed
+        micro = round(float("0." + fraction) * 1_000_000)
+        return parsed.replace(microsecond=0) + timedelta(microseconds=micro)
+
+    synctime.parse_sync_time = parse_sync_time

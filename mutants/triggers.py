@@ -497,3 +497,37 @@ def stale_observed_generation_triggers() -> None:
         new = event.new
         observed = (new.get("status") or {}).get("observedGeneration")
         return "generation-not-observed" if observed != new["metadata"].get("generation") else None
+
+
+@mutant("sync-waits-out-the-backoff", "SYNC-2.during-backoff")
+def sync_waits_out_the_backoff() -> None:
+    """A change of sync-requested-at that comes while a transient failure's backoff retry is
+    scheduled does not start a reconcile at once: it is folded into the scheduled retry ("an
+    event must not undercut the backoff")."""
+    retry_at: dict[str, float] = {}
+    lock = threading.Lock()
+
+    @wrap(controller.Controller, "_requeue")
+    def requeue(original, self, key: str, result) -> str:
+        decided = original(self, key, result)
+        with lock:
+            if result.outcome.reason.transient:
+                read = result.policy
+                limiter = read.backoff.delay if read and read.backoff else self.queue._limiter
+                retry_at[key] = self._clock.now() + limiter(self.queue.num_requeues(key))
+            else:
+                retry_at.pop(key, None)
+        return decided
+
+    @wrap(controller.Controller, "enqueue")
+    def enqueue(original, self, key: str, why: str) -> None:
+        if why == "sync-requested":
+            with lock:
+                due = retry_at.get(key)
+            wait = due - self._clock.now() if due is not None else 0.0
+            if wait > 0:
+                with self._why_lock:
+                    self._why[key].add(why)
+                self.queue.add_after(key, wait)
+                return
+        original(self, key, why)

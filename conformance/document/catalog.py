@@ -209,6 +209,11 @@ RULES: tuple[Rule, ...] = (
             "A rollout whose healthTimeout passes (failurePolicy action Rollback) is not rolled "
             "back: a rollback is an apply; the rollout ends Failed.",
         ),
+        (
+            "no-hooks",
+            "No lifecycle hook runs either: none of the lifecycle's hook objects is applied "
+            "while the render waits for /sync.",
+        ),
     ),
     rule(
         "SYNC-1",
@@ -237,6 +242,11 @@ RULES: tuple[Rule, ...] = (
             "while-reconciling",
             "A change that comes while the Release is being reconciled starts another "
             "reconcile after that one.",
+        ),
+        (
+            "during-backoff",
+            "A change that comes while a failure's backoff retry is scheduled starts a "
+            "reconcile at once, not at the retry.",
         ),
     ),
     rule(
@@ -337,6 +347,11 @@ RULES: tuple[Rule, ...] = (
             "ClusterNotReady: the Cluster missing, or each form of its kubeconfig unusable) the "
             "request stays pending, and the backoff retry that renders applies it, without a "
             "new one.",
+        ),
+        (
+            "across-a-restart",
+            "A request left pending by a failed apply, or written while the controller was "
+            "down, is applied by the restarted controller without a new one.",
         ),
     ),
     rule(
@@ -509,6 +524,11 @@ RULES: tuple[Rule, ...] = (
         "the generation.",
         ("automatic", "A spec change of an automatic Release starts a reconcile."),
         ("manual", "A spec change of a manual Release starts a reconcile."),
+        (
+            "during-backoff",
+            "A spec change that comes while a failure's backoff retry is scheduled starts a "
+            "reconcile at once, not at the retry.",
+        ),
     ),
     rule(
         "TRIG-3",
@@ -670,6 +690,11 @@ RULES: tuple[Rule, ...] = (
             "rolling-out",
             "A Release whose rollout is in progress (its timeout check scheduled) is "
             "reconciled every interval too.",
+        ),
+        (
+            "after-a-failure",
+            "The reconcile that ends a failure's backoff (a /sync's, a forced one's) is "
+            "followed by the next periodic reconcile one interval later, not by the retry.",
         ),
     ),
     rule(

@@ -468,6 +468,19 @@ class App:
             since=since, name=self.object_name, dry_run=dry_run, where=not_by_suite
         )
 
+    def target_writes(self, *, since: float | None = None) -> list[Attempt]:
+        """The controller's writes of any object in the target (its render's, a hook's), dry
+        runs too: what is not the Release, its inventory, an Event or the suite's source."""
+
+        def of_the_target(attempt: Attempt) -> bool:
+            return (
+                not_by_suite(attempt)
+                and attempt.kind.kind not in NOT_TARGET_KINDS
+                and attempt.name != self.source_name
+            )
+
+        return self.releases.recorder.attempts(since=since, where=of_the_target)
+
     def wait_attempts(
         self,
         count: int = 1,
@@ -689,6 +702,10 @@ class App:
             where=not_by_suite,
             message="apply refused for the test",
         )
+
+
+#: Kinds a controller writes in a Release's namespace that are not its target's objects.
+NOT_TARGET_KINDS = ("Release", "ReleaseInventory", "Event")
 
 
 #: The conditions the API reference defines; a controller may write others (kstatus's

@@ -674,14 +674,10 @@ def test_a_waiting_for_wave_hold_resets_the_failure_count(
 @pytest.mark.clause("BACK-5.restart")
 @pytest.mark.stops_controller
 def test_a_controller_restart_resets_the_failure_count(
-    release_with: Callable[..., Ladder], controller: ControllerUnderTest | None
+    release_with: Callable[..., Ladder], restartable_controller: ControllerUnderTest
 ) -> None:
     """The restarted controller's initial list reconciles the Release: that is attempt 0."""
-    if controller is None:
-        verdicts.not_supported(
-            "the suite cannot restart the controller under test: name its Deployment with "
-            "--convoy-controller-deployment=NAMESPACE/NAME"
-        )
+    controller = restartable_controller
     ladder = release_with({"initial": "1s", "factor": 2})
     ladder.reserve([1, 2])  # the restart starts a new resync period
     ladder.climb([1, 2], ladder.app.request_sync, what="3 failures before the restart")

@@ -27,7 +27,7 @@ from conformance.observe.releases import (
     rollout_phase,
 )
 from conformance.observe.resync import ResyncClock
-from conformance.observe.witness import Attempt
+from conformance.observe.witness import Attempt, WitnessTimeout
 from conformance.polling import poll_until
 from conformance.timing import OBSERVER_PERIOD, Timing, gaps_between
 
@@ -235,6 +235,51 @@ def test_a_manual_release_is_reconciled_every_interval_too(
     )
     wrong = periods_off(f"manual, interval {written}: reports", timing, interval, gaps, own)
     assert not wrong, "INT-1.manual: new renders reported off the interval: " + "; ".join(wrong)
+
+
+#: How the test ends a failure's backoff: a /sync, or a forced one (force=True).
+RECOVERIES = {"sync": False, "forced-sync": True}
+
+
+@pytest.mark.clause("INT-1.after-a-failure")
+@pytest.mark.parametrize("recovery", sorted(RECOVERIES))
+def test_the_reconcile_that_ends_a_failure_is_followed_by_the_next_period(
+    releases: Releases, timing: Timing, resync_clock: ResyncClock, recovery: str
+) -> None:
+    """interval 1s, a retry ten minutes off: one apply refused (DeployFailed) schedules the
+    retry and no period (BACK-1.with-interval). A /sync, or a forced one, then applies, and the
+    periodic reconciles follow it one interval apart, as after any success."""
+    written = "1s"
+    interval = RECONCILE_INTERVALS[written]
+    app = releases.app(
+        "web",
+        sync_policy={**AUTOMATIC, "interval": written, "retryBackoff": {"initial": "10m"}},
+    )
+    app.wait_applied("True", "Applied")
+    app.deny_applies(1)  # the next periodic reconcile's apply
+    app.wait_applied("False", "DeployFailed")
+    app.settled_status()  # the failed reconcile is over: nothing is scheduled but its retry
+    periods = periods_of(interval)
+    measured = periods * (interval + timing.slack(interval))
+    resync_clock.quiet_slot(timing.slack(0) + measured + timing.room(periods + 1))
+    since = releases.recorder.mark()
+    app.request_sync(force=RECOVERIES[recovery])
+    app.wait_applied("True", "Applied")
+    latency = app.reconcile_time(since)
+    label = f"interval {written}, after a {recovery} ended a DeployFailed"
+    try:
+        attempts = app.wait_attempts(
+            count=periods + 1, since=since, timeout=timing.reconcile + measured
+        )[: periods + 1]
+    except WitnessTimeout as error:
+        raise AssertionError(
+            f"INT-1.after-a-failure: {label}: too few reconciles: {error}"
+        ) from None
+    gaps = gaps_between(attempt.at for attempt in attempts)
+    print(f"{label}: gaps between apply attempts {', '.join(f'{g:.3f}' for g in gaps)} s")
+    wrong = periods_off(f"{label}: apply attempts", timing, interval, gaps, latency)
+    note = ticks_note(resync_clock, since, attempts[-1].at)
+    assert not wrong, f"INT-1.after-a-failure: {'; '.join(wrong)}{note}"
 
 
 def render_reported(app: App, content: str, timeout: float) -> Attempt:

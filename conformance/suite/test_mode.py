@@ -21,7 +21,7 @@ from conformance.observe.releases import (
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import WitnessTimeout
 from conformance.timing import Timing
-from convoyapi import MUTATIONS
+from convoyapi import LIFECYCLE, MUTATIONS
 
 AUTOMATIC = {"automatic": True}
 #: Manual Releases here are reconciled every second, so a quiet period sees several reconciles.
@@ -269,6 +269,26 @@ def test_manual_mode_does_not_roll_back_a_rollout_whose_health_timeout_passed(
     app.stays("True", "Applied", timing.quiet)
     assert app.attempts(since=since) == [], "applied after the rollout's healthTimeout"
     assert app.rendered_object()["data"] == {"content": "v2"}, "rolled back without a /sync"
+
+
+@pytest.mark.clause("MAN-3.no-hooks", "MAN-3.never-applied")
+@pytest.mark.parametrize("phase", ["preApply", "postApply"])
+def test_manual_mode_waiting_for_sync_runs_no_lifecycle_hook(
+    releases: Releases, timing: Timing, phase: str
+) -> None:
+    """A lifecycle hook is applied as part of a sync: while the render waits for /sync, its
+    periodic reconciles apply no hook object, before the apply or after it."""
+    lifecycle = {phase: [[widgets.widget("migrate")]]}
+    app = releases.app(
+        "web",
+        sync_policy={"interval": f"{INTERVAL:g}s"},
+        annotations={LIFECYCLE: json.dumps(lifecycle)},
+    )
+    app.wait_applied("False", "WaitingForSync")
+    app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
+    written = [attempt.describe() for attempt in app.target_writes()]
+    assert written == [], f"MAN-3.no-hooks: {phase} hook run without a /sync: {written}"
+    assert not widgets.exists(app, "migrate"), f"MAN-3.no-hooks: the {phase} hook was applied"
 
 
 def settle_nothing_below(app: App) -> None:

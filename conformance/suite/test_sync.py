@@ -13,6 +13,7 @@ import pytest
 
 from conformance.clusters.base import Cluster
 from conformance.harness.marks import case
+from conformance.install.base import ControllerUnderTest
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,
@@ -22,6 +23,7 @@ from conformance.observe.releases import (
     ago,
     applied_automatic_app,
     applied_is,
+    applied_manual_app,
     condition_status,
     content_object,
     invalid_object,
@@ -49,7 +51,7 @@ def last_handled(app: App) -> datetime:
     return parse_time(app.settled_status()["lastHandledSyncAt"])
 
 
-def wait_handled(app: App, request: datetime) -> None:
+def wait_handled(app: App, request: datetime, timeout: float | None = None) -> None:
     second = request.replace(microsecond=0)
     app.wait_for(
         lambda r: bool(
@@ -57,6 +59,7 @@ def wait_handled(app: App, request: datetime) -> None:
             and same_second(parse_time(r["status"]["lastHandledSyncAt"]), second)
         ),
         f"the request of {second} applied (lastHandledSyncAt)",
+        timeout,
     )
 
 
@@ -297,13 +300,21 @@ def test_a_request_to_one_release_applies_nothing_of_its_neighbour(
     assert last_handled(neighbour) == handled, "the neighbour's lastHandledSyncAt changed"
 
 
-@pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second")
+@pytest.mark.clause("SYNC-4.same-second", "SYNC-4.next-second", "SYNC-3.any-form")
 def test_the_pending_check_compares_whole_seconds(releases: Releases, timing: Timing) -> None:
+    """The start and the end of the last handled request's second are not pending: the end
+    in microseconds, and in the nine digits Go writes (RFC3339Nano), which rounded to
+    microseconds would be the next second."""
     app = synced_manual_app(releases, sync_policy=PERIODIC)
     second = last_handled(app).replace(microsecond=0)
     app.set_content("v2")  # any apply now would show
-    for fraction in (0, 999_999):  # the start and the end of that same second
-        app.request_sync(at=second + timedelta(microseconds=fraction))
+    same_second = (
+        rfc3339(second),
+        rfc3339(second + timedelta(microseconds=999_999)),
+        f"{second:%Y-%m-%dT%H:%M:%S}.999999999Z",
+    )
+    for written in same_second:
+        app.annotate({SYNC_REQUESTED_AT: written})
         app.wait_applied("False", "WaitingForSync")
         app.stays("False", "WaitingForSync", timing.quiet_for(INTERVAL))
     app.request_sync(at=second + timedelta(seconds=1))
@@ -349,6 +360,49 @@ def test_a_request_withdrawn_before_its_retry_is_not_applied_by_the_retry(
     refused = app.attempts(since=since, dry_run=False)
     assert len(refused) == 1, f"applied after the request was withdrawn: {kinds(refused)}"
     assert app.rendered_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
+
+
+#: A retry delay no test waits out: only the restart can apply a request it leaves pending.
+LONG_BACKOFF = {"retryBackoff": {"initial": "10m"}}
+
+
+def refused_before_the_stop(app: App, controller: ControllerUnderTest) -> str:
+    """The request's apply is refused (DeployFailed); the controller stops; the witness lets
+    applies through again."""
+    app.deny_applies()
+    written = app.request_sync(at=app.next_pending_time())
+    app.wait_applied("False", "DeployFailed")
+    controller.stop()
+    app.releases.recorder.allow_all()
+    return written
+
+
+def written_while_down(app: App, controller: ControllerUnderTest) -> str:
+    controller.stop()
+    return app.request_sync(at=app.next_pending_time())
+
+
+#: How a request is pending when the controller starts again.
+PENDING_AT_THE_START = {
+    "refused-before-the-stop": refused_before_the_stop,
+    "written-while-down": written_while_down,
+}
+
+
+@pytest.mark.clause("SYNC-6.across-a-restart")
+@pytest.mark.stops_controller
+@pytest.mark.parametrize("pending", sorted(PENDING_AT_THE_START))
+def test_a_pending_request_is_applied_by_the_restarted_controller(
+    releases: Releases, timing: Timing, restartable_controller: ControllerUnderTest, pending: str
+) -> None:
+    """A restart loses no request: the annotation, not the controller's memory, says what is
+    pending, and the restarted controller's first reconcile of the Release applies it."""
+    app = applied_manual_app(releases, sync_policy=LONG_BACKOFF)
+    written = parse_time(PENDING_AT_THE_START[pending](app, restartable_controller))
+    restartable_controller.start()
+    # the restarted controller's first reconcile may wait for its leadership
+    wait_handled(app, written, timeout=timing.takeover)
+    app.wait_content("v2")
 
 
 def app_whose_next_prune_fails(releases: Releases) -> App:

@@ -30,6 +30,7 @@ from conformance.observe.releases import (
     rfc3339,
 )
 from conformance.observe.resync import ResyncClock
+from conformance.observe.witness import WitnessTimeout
 from conformance.timing import DOCUMENT_RESYNC, Timing
 from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
@@ -85,6 +86,46 @@ def test_a_spec_change_changes_the_generation_and_starts_a_reconcile(
             lambda r: (r.get("status") or {}).get("observedGeneration") == before + 1,
             "status.observedGeneration of the changed spec",
         )
+
+
+#: Events that come while a failure's backoff retry is scheduled, each with its clause.
+EVENTS_DURING_BACKOFF: dict[str, tuple[str, Callable[[App], object]]] = {
+    "sync-requested-at": ("SYNC-2.during-backoff", App.request_sync),
+    "spec-change": (
+        "TRIG-2.during-backoff",
+        lambda app: app.patch({"spec": {"syncPolicy": {"interval": "0s"}}}),
+    ),
+}
+#: A retry delay no test waits out.
+LONG_BACKOFF = {"initial": "10m"}
+
+
+@pytest.mark.parametrize(
+    "event", [case(name, name, clause) for name, (clause, _) in EVENTS_DURING_BACKOFF.items()]
+)
+def test_an_event_during_a_backoff_wait_starts_a_reconcile_at_once(
+    releases: Releases, resync_clock: ResyncClock, timing: Timing, event: str
+) -> None:
+    """An automatic Release's apply is refused (DeployFailed, transient): its retry is ten
+    minutes off. An event then starts a reconcile at once, as it would with nothing scheduled:
+    the backoff delays retries, not the events the document lists."""
+    clause, make_event = EVENTS_DURING_BACKOFF[event]
+    app = applied_automatic_app(releases, sync_policy={"retryBackoff": LONG_BACKOFF})
+    app.deny_applies()
+    app.request_sync()
+    app.wait_applied("False", "DeployFailed")
+    resync_clock.quiet_slot(timing.reconcile + timing.settle)  # no resync may do it instead
+    app.settle()  # the failed reconcile is over: the event comes while its retry waits
+    since = releases.recorder.mark()
+    make_event(app)
+    try:
+        attempt = app.wait_attempts(since=since)[0]
+    except WitnessTimeout as error:
+        raise AssertionError(
+            f"{clause}: no reconcile within {timing.reconcile:g} s of the {event} made while a "
+            f"retry was scheduled {LONG_BACKOFF['initial']} after a DeployFailed: {error}"
+        ) from None
+    print(f"{event} during the backoff wait: apply attempt {attempt.at - since:.3f} s after it")
 
 
 #: Changes of metadata that start no reconcile: (change, what it is). A label is removed by
