@@ -246,9 +246,10 @@ RECOVERIES = {"sync": False, "forced-sync": True}
 def test_the_reconcile_that_ends_a_failure_is_followed_by_the_next_period(
     releases: Releases, timing: Timing, resync_clock: ResyncClock, recovery: str
 ) -> None:
-    """interval 1s, a retry ten minutes off: one apply refused (DeployFailed) schedules the
-    retry and no period (BACK-1.with-interval). A /sync, or a forced one, then applies, and the
-    periodic reconciles follow it one interval apart, as after any success."""
+    """interval 1s, a retry ten minutes off: an apply refused (DeployFailed) schedules the
+    retry and no period (BACK-1.with-interval). The witness refuses every apply until the
+    /sync (so a resync tick's reconcile meanwhile fails too), or the forced /sync, that then
+    applies; the periodic reconciles follow it one interval apart, as after any success."""
     written = "1s"
     interval = RECONCILE_INTERVALS[written]
     app = releases.app(
@@ -256,12 +257,13 @@ def test_the_reconcile_that_ends_a_failure_is_followed_by_the_next_period(
         sync_policy={**AUTOMATIC, "interval": written, "retryBackoff": {"initial": "10m"}},
     )
     app.wait_applied("True", "Applied")
-    app.deny_applies(1)  # the next periodic reconcile's apply
+    app.deny_applies()  # from the next periodic reconcile's apply on
     app.wait_applied("False", "DeployFailed")
     app.settled_status()  # the failed reconcile is over: nothing is scheduled but its retry
     periods = periods_of(interval)
     measured = periods * (interval + timing.slack(interval))
     resync_clock.quiet_slot(timing.slack(0) + measured + timing.room(periods + 1))
+    releases.recorder.allow_all()
     since = releases.recorder.mark()
     app.request_sync(force=RECOVERIES[recovery])
     app.wait_applied("True", "Applied")
