@@ -5,6 +5,8 @@ The fixtures, the suite and the model-based run see a controller only through th
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from conformance.certification.verdicts import not_supported
@@ -43,6 +45,16 @@ class ControllerUnderTest(Protocol):
     def describe(self) -> dict[str, Any]:
         """What runs, as the report records it."""
         ...
+
+
+@contextlib.contextmanager
+def stopped(controller: ControllerUnderTest) -> Iterator[None]:
+    """The controller stopped while the block runs, and started again however it ends."""
+    controller.stop()
+    try:
+        yield
+    finally:
+        controller.start()
 
 
 class SharedController:

@@ -13,7 +13,7 @@ import pytest
 
 from conformance.clusters.base import Cluster
 from conformance.harness.marks import case
-from conformance.install.base import ControllerUnderTest
+from conformance.install.base import ControllerUnderTest, stopped
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
     NO_RENDER,
@@ -367,22 +367,22 @@ LONG_BACKOFF = {"retryBackoff": {"initial": "10m"}}
 
 
 def refused_before_the_stop(app: App, controller: ControllerUnderTest) -> str:
-    """The request's apply is refused (DeployFailed); the controller stops; the witness lets
-    applies through again."""
+    """The request's apply is refused (DeployFailed); while the controller is down the
+    witness lets applies through again."""
     app.deny_applies()
     written = app.request_sync(at=app.next_pending_time())
     app.wait_applied("False", "DeployFailed")
-    controller.stop()
-    app.releases.recorder.allow_all()
+    with stopped(controller):
+        app.releases.recorder.allow_all()
     return written
 
 
 def written_while_down(app: App, controller: ControllerUnderTest) -> str:
-    controller.stop()
-    return app.request_sync(at=app.next_pending_time())
+    with stopped(controller):
+        return app.request_sync(at=app.next_pending_time())
 
 
-#: How a request is pending when the controller starts again.
+#: How a request is pending when the controller starts again (each stops and starts it).
 PENDING_AT_THE_START = {
     "refused-before-the-stop": refused_before_the_stop,
     "written-while-down": written_while_down,
@@ -399,7 +399,6 @@ def test_a_pending_request_is_applied_by_the_restarted_controller(
     pending, and the restarted controller's first reconcile of the Release applies it."""
     app = applied_manual_app(releases, sync_policy=LONG_BACKOFF)
     written = parse_time(PENDING_AT_THE_START[pending](app, restartable_controller))
-    restartable_controller.start()
     # the restarted controller's first reconcile may wait for its leadership
     wait_handled(app, written, timeout=timing.takeover)
     app.wait_content("v2")
