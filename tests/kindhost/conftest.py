@@ -163,10 +163,18 @@ class Vendor:
         subprocess.run(kind_commands.kind_load_argv(kind, CLUSTER, image), check=True)
 
 
+#: How much of a failed run's failures section is printed: each failing test's traceback and
+#: diagnostics (its Releases, events, the controller's log), for a few failures.
+FAILURES_SHOWN = 60_000
+
+
 def convoy_conformance(*args: str) -> None:
-    """The kit's command, from this venv, as a vendor runs it; print the end of its output."""
+    """The kit's command, from this venv, as a vendor runs it; print the end of its output,
+    and when it fails its failures section too (CI's log is all a kind flake leaves)."""
     argv = [str(Path(sys.executable).parent / "convoy-conformance"), *args]
     proc = subprocess.run(argv, cwd=kind_commands.REPO_ROOT, capture_output=True, text=True)
+    if proc.returncode != 0 and (start := proc.stdout.find("= FAILURES =")) >= 0:
+        print(proc.stdout[start : start + FAILURES_SHOWN])
     print(proc.stdout[-5000:], proc.stderr[-3000:])
     assert proc.returncode == 0, f"convoy-conformance {args[0]} failed (its output is above)"
 
