@@ -504,6 +504,18 @@ def sync_waits_out_the_backoff() -> None:
     """A change of sync-requested-at that comes while a transient failure's backoff retry is
     scheduled does not start a reconcile at once: it is folded into the scheduled retry ("an
     event must not undercut the backoff")."""
+    _events_wait_out_the_backoff("sync-requested")
+
+
+@mutant("spec-change-waits-out-the-backoff", "TRIG-2.during-backoff")
+def spec_change_waits_out_the_backoff() -> None:
+    """A spec change (a new generation) that comes while a transient failure's backoff retry
+    is scheduled is folded into the scheduled retry, as if the new spec could wait for it."""
+    _events_wait_out_the_backoff("generation-changed")
+
+
+def _events_wait_out_the_backoff(trigger: str) -> None:
+    """Events of `trigger` that come while a backoff retry is scheduled wait for the retry."""
     retry_at: dict[str, float] = {}
     lock = threading.Lock()
 
@@ -521,7 +533,7 @@ def sync_waits_out_the_backoff() -> None:
 
     @wrap(controller.Controller, "enqueue")
     def enqueue(original, self, key: str, why: str) -> None:
-        if why == "sync-requested":
+        if why == trigger:
             with lock:
                 due = retry_at.get(key)
             wait = due - self._clock.now() if due is not None else 0.0
