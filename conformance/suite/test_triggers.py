@@ -31,7 +31,7 @@ from conformance.observe.releases import (
 )
 from conformance.observe.resync import ResyncClock
 from conformance.observe.witness import WitnessTimeout
-from conformance.timing import DOCUMENT_RESYNC, Timing
+from conformance.timing import DOCUMENT_RESYNC, Timing, gaps_between
 from convoyapi import GROUP, PIN, SYNC_FORCE_REQUESTED_AT, SYNC_REQUESTED_AT
 
 AUTOMATIC = {"automatic": True}
@@ -222,20 +222,31 @@ def test_the_controllers_own_status_writes_do_not_loop(
 # -- TRIG-4: the informer resync --------------------------------------------------------------
 
 
-def resync_period(app: App, timing: Timing, period: float) -> float:
-    """The gap between two resync ticks of `app`, once the reconciles its setup started are
-    done (an observer's /sync for the applied render, say, which would be a tick too early)."""
+#: Resync periods measured in one go: a Release's place in a tick's burst of reconciles (a
+#: controller of one worker, slow reconciles) moves its tick by up to a second from one burst
+#: to the next, which a single period's band (0.7 s early at 30 s) does not hold, and two
+#: periods' band (1.3 s) does: the band is the rule's, on the measured span.
+RESYNC_PERIODS = 2
+
+
+def assert_resync_period(app: App, timing: Timing, period: float, clause: str) -> None:
+    """RESYNC_PERIODS periods between resync ticks of `app`, once the reconciles its setup
+    started are done (an observer's /sync for the applied render, say, which would be a tick
+    too early), are as many times `period`."""
     app.settle()
     since = app.releases.recorder.mark()
-    ticks = app.wait_attempts(count=2, since=since, timeout=2 * period + timing.slack(period))
-    first, second = ticks[0].at, ticks[1].at
-    gap = second - first
-    measurements.record("resync period", timing, [period], [gap])
-    print(
-        f"resync ticks {first - since:.2f} s and {second - since:.2f} s after the Release "
-        f"settled: period {gap:.2f} s (expected {period:g} s, accepted {timing.band_text(period)})"
+    expected = RESYNC_PERIODS * period
+    ticks = app.wait_attempts(
+        count=RESYNC_PERIODS + 1, since=since, timeout=expected + period + timing.slack(expected)
+    )[: RESYNC_PERIODS + 1]
+    span = ticks[-1].at - ticks[0].at
+    measurements.record("resync period", timing, [expected], [span])
+    gaps = ", ".join(f"{gap:.2f}" for gap in gaps_between(tick.at for tick in ticks))
+    print(f"resync ticks {gaps} s apart: {span:.2f} s for {RESYNC_PERIODS} x {period:g} s")
+    assert timing.fits(span, expected), (
+        f"{clause}: {RESYNC_PERIODS} resync periods took {span:.2f} s (gaps {gaps} s), expected "
+        f"{RESYNC_PERIODS} x {period:g} s (accepted {timing.band_text(expected)})"
     )
-    return gap
 
 
 @pytest.mark.clause("TRIG-4.flag")
@@ -245,8 +256,7 @@ def test_the_resync_flag_sets_the_resync_period(releases: Releases, timing: Timi
         verdicts.certifying_only(
             "the controller runs as shipped, without --resync; the long phase checks the flag"
         )
-    app = applied_automatic_app(releases)
-    assert timing.fits(resync_period(app, timing, period), period)
+    assert_resync_period(applied_automatic_app(releases), timing, period, "TRIG-4.flag")
 
 
 def automatic_app_an_hour_apart(releases: Releases) -> App:
@@ -308,7 +318,7 @@ def test_without_the_flag_the_resync_period_is_2_minutes(
             "default"
         )
     app = applied_automatic_app(releases)
-    assert timing.fits(resync_period(app, timing, DOCUMENT_RESYNC), DOCUMENT_RESYNC)
+    assert_resync_period(app, timing, DOCUMENT_RESYNC, "TRIG-4.default")
 
 
 @pytest.mark.long
