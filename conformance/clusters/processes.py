@@ -85,10 +85,7 @@ class ManagedProcess:
     def check(self) -> None:
         """Raise ChildDied when the child has exited."""
         if self.popen is not None and self.popen.poll() is not None:
-            raise ChildDied(
-                f"{self.name} (pid {self.popen.pid}) exited with code {self.popen.returncode}; "
-                f"last lines of {self.log_path}:\n{self.tail()}"
-            )
+            raise ChildDied(self.report())
 
     def stop(self, grace: float = 10.0) -> None:
         if not self.alive():

@@ -704,6 +704,9 @@ class App:
         )
 
 
+#: A retryBackoff whose first retry no test waits out: only an event can reconcile sooner.
+DISTANT_RETRY = {"initial": "10m"}
+
 #: Kinds a controller writes in a Release's namespace that are not its target's objects.
 NOT_TARGET_KINDS = ("Release", "ReleaseInventory", "Event")
 

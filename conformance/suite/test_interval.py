@@ -18,6 +18,7 @@ from conformance.certification import measurements
 from conformance.harness.marks import case
 from conformance.observe import widgets
 from conformance.observe.releases import (
+    DISTANT_RETRY,
     POLL,
     App,
     Releases,
@@ -254,7 +255,7 @@ def test_the_reconcile_that_ends_a_failure_is_followed_by_the_next_period(
     interval = RECONCILE_INTERVALS[written]
     app = releases.app(
         "web",
-        sync_policy={**AUTOMATIC, "interval": written, "retryBackoff": {"initial": "10m"}},
+        sync_policy={**AUTOMATIC, "interval": written, "retryBackoff": DISTANT_RETRY},
     )
     app.wait_applied("True", "Applied")
     app.deny_applies()  # from the next periodic reconcile's apply on

@@ -16,6 +16,7 @@ from conformance.harness.marks import case
 from conformance.install.base import ControllerUnderTest, stopped
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
+    DISTANT_RETRY,
     NO_RENDER,
     App,
     Obj,
@@ -362,8 +363,8 @@ def test_a_request_withdrawn_before_its_retry_is_not_applied_by_the_retry(
     assert app.rendered_object()["data"] == {"content": "v1"}, "the withdrawn request was applied"
 
 
-#: A retry delay no test waits out: only the restart can apply a request it leaves pending.
-LONG_BACKOFF = {"retryBackoff": {"initial": "10m"}}
+#: Only the restart can apply a request a failure leaves pending: its retry is far off.
+AFTER_THE_RESTART = {"retryBackoff": DISTANT_RETRY}
 
 
 def refused_before_the_stop(app: App, controller: ControllerUnderTest) -> str:
@@ -397,7 +398,7 @@ def test_a_pending_request_is_applied_by_the_restarted_controller(
 ) -> None:
     """A restart loses no request: the annotation, not the controller's memory, says what is
     pending, and the restarted controller's first reconcile of the Release applies it."""
-    app = applied_manual_app(releases, sync_policy=LONG_BACKOFF)
+    app = applied_manual_app(releases, sync_policy=AFTER_THE_RESTART)
     written = parse_time(PENDING_AT_THE_START[pending](app, restartable_controller))
     # the restarted controller's first reconcile may wait for its leadership
     wait_handled(app, written, timeout=timing.takeover)

@@ -16,6 +16,7 @@ from conformance.certification import measurements, verdicts
 from conformance.harness.marks import case
 from conformance.observe import subresources, widgets
 from conformance.observe.releases import (
+    DISTANT_RETRY,
     NO_RENDER,
     App,
     Obj,
@@ -96,8 +97,6 @@ EVENTS_DURING_BACKOFF: dict[str, tuple[str, Callable[[App], object]]] = {
         lambda app: app.patch({"spec": {"syncPolicy": {"interval": "0s"}}}),
     ),
 }
-#: A retry delay no test waits out.
-LONG_BACKOFF = {"initial": "10m"}
 
 
 @pytest.mark.parametrize(
@@ -110,7 +109,7 @@ def test_an_event_during_a_backoff_wait_starts_a_reconcile_at_once(
     minutes off. An event then starts a reconcile at once, as it would with nothing scheduled:
     the backoff delays retries, not the events the document lists."""
     clause, make_event = EVENTS_DURING_BACKOFF[event]
-    app = applied_automatic_app(releases, sync_policy={"retryBackoff": LONG_BACKOFF})
+    app = applied_automatic_app(releases, sync_policy={"retryBackoff": DISTANT_RETRY})
     app.deny_applies()
     app.request_sync()
     app.wait_applied("False", "DeployFailed")
@@ -123,7 +122,7 @@ def test_an_event_during_a_backoff_wait_starts_a_reconcile_at_once(
     except WitnessTimeout as error:
         raise AssertionError(
             f"{clause}: no reconcile within {timing.reconcile:g} s of the {event} made while a "
-            f"retry was scheduled {LONG_BACKOFF['initial']} after a DeployFailed: {error}"
+            f"retry was scheduled {DISTANT_RETRY['initial']} after a DeployFailed: {error}"
         ) from None
     print(f"{event} during the backoff wait: apply attempt {attempt.at - since:.3f} s after it")
 
