@@ -308,7 +308,10 @@ def pytest_runtest_makereport(
     funcargs = getattr(item, "funcargs", {})
     if report.failed and "namespace" in funcargs and "k8s" in funcargs:
         text = diagnostics.collect(
-            funcargs["k8s"], funcargs["namespace"], funcargs.get("controller")
+            funcargs["k8s"],
+            funcargs["namespace"],
+            funcargs.get("controller"),
+            funcargs.get("resync_clock"),
         )
         report.sections.append(("convoy diagnostics", text))
     elif report.failed and report.when == "setup":

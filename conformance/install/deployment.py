@@ -19,7 +19,9 @@ from conformance.polling import poll_until
 
 ROLLOUT_TIMEOUT = 300.0
 POLL_STEP = 0.5
-LOG_LINES = 200
+#: per pod: where xdist workers share the controller a failed test's diagnostics pick its own
+#: lines out of everyone's, which a short tail no longer holds
+LOG_LINES = 5000
 
 
 class DeploymentError(RuntimeError):
