@@ -39,6 +39,7 @@ class ControllerTurns:
         self._users = base.with_suffix(".users")
         self._sessions = base.with_suffix(".sessions")
         self._restarts = base.with_suffix(".restarts")
+        self._ticks = base.with_suffix(".ticks")
 
     @contextlib.contextmanager
     def session(self, setup: Callable[[], Any], teardown: Callable[[Any], None]) -> Iterator[None]:
@@ -90,3 +91,16 @@ class ControllerTurns:
         """When a stopping test last started the controller again; 0.0 if none did."""
         text = self._restarts.read_text() if self._restarts.exists() else ""
         return float(json.loads(text)) if text.strip() else 0.0
+
+    def share_ticks(self, ticks: list[float]) -> list[float]:
+        """Add this worker's resync ticks (time.monotonic()) to every worker's; return them all,
+        in order. Each worker's sentinel waits its turn in a tick's burst: the earliest of them
+        comes nearest the resync itself."""
+        with _flocked(self._ticks, fcntl.LOCK_EX):
+            shared = self._ticks.read_text().split() if self._ticks.exists() else []
+            known = set(shared)
+            new = [repr(tick) for tick in ticks if repr(tick) not in known]
+            if new:
+                with self._ticks.open("a") as handle:
+                    handle.write("".join(f"{tick}\n" for tick in new))
+        return sorted(float(tick) for tick in [*shared, *new])

@@ -11,17 +11,54 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 
 from kubernetes import client
+from kubernetes.client import ApiException
 
 from conformance.harness.namespaces import RUN_LABEL, delete_namespace
+from conformance.kube import dynamic_api
 from conformance.observe.releases import App, Releases, not_by_suite
-from conformance.observe.witness import Witness, WitnessTimeout
+from conformance.observe.witness import Attempt, Witness, WitnessTimeout
+from conformance.polling import poll_until
 from conformance.timing import Timing
+from convoyapi import API_VERSION
 
 log = logging.getLogger("conformance")
+
+#: how often a quiet slot looks whether a tick's burst has reached the test's Releases
+REACH_STEP = 0.2
+
+#: the ticks the next one is predicted from: enough to find one that waited little in the
+#: controller's queue, few enough that the period's drift (the resync's own time) stays small
+PHASE_TICKS = 4
+
+
+def next_tick_due(recent: list[float], last: float, period: float) -> float:
+    """When the tick after `last` is due, from the `recent` ticks seen. The sentinel's
+    reconcile comes when the controller's queue reaches it, anywhere in a tick's burst (behind
+    other workers' Releases where they share the controller): the resync itself came no later
+    than the earliest of the recent ticks, counted in whole periods."""
+    phases = [tick for tick in recent if tick <= last] or [last]
+    return min(tick + (round((last - tick) / period) + 1) * period for tick in phases)
+
+
+def _automatic_releases(
+    api: client.ApiClient, namespace: str
+) -> Iterator[tuple[str, set[tuple[str, str]]]]:
+    """The automatic Releases in `namespace` that are not being deleted, each with the (kind,
+    name) of the objects its status says it applied."""
+    resource = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
+    try:
+        items = resource.get(namespace=namespace).to_dict()["items"]
+    except ApiException:  # the namespace is going
+        return
+    for item in items:
+        automatic = ((item.get("spec") or {}).get("syncPolicy") or {}).get("automatic") is True
+        if automatic and not item["metadata"].get("deletionTimestamp"):
+            applied = (item.get("status") or {}).get("appliedObjects") or []
+            yield item["metadata"]["name"], {(o["kind"], o["name"]) for o in applied}
 
 
 class ResyncClock:
@@ -33,11 +70,14 @@ class ResyncClock:
         timing: Timing,
         run_id: str,
         started: Callable[[], float] = lambda: 0.0,
+        shared: Callable[[list[float]], list[float]] = list,
     ) -> None:
         self._api = api
         #: when the controller under test last started (time.monotonic(); 0.0: unknown, as for
         #: one the suite does not run): a restart resets the resync phase
         self._started = started
+        #: every worker's ticks from this worker's, where workers share the controller
+        self._shared = shared
         self._witness = witness
         self.period = period
         self._timing = timing
@@ -101,6 +141,12 @@ class ResyncClock:
         if initial:
             self._created_at = initial[0].at + 1e-6
 
+    def _recent_ticks(self, last: float) -> list[float]:
+        """The ticks of the last PHASE_TICKS periods up to `last`, every worker's where they
+        share the controller, since it last started."""
+        since = max(self._started(), last - PHASE_TICKS * self.period)
+        return [tick for tick in self._shared(self.ticks()) if since < tick <= last]
+
     def wait_tick(self, *, after: float) -> float | None:
         """The first tick after `after`, waiting up to a period; None when none comes."""
         limit = self.period + self._timing.slack(self.period) - (time.monotonic() - after)
@@ -135,22 +181,57 @@ class ResyncClock:
                     )
                     return
                 continue
+            due = next_tick_due(self._recent_ticks(last), last, self.period)
             # No later than the last start of a slot before the next tick: writes that go on
             # (a test's own short interval) are no burst.
             drained = self._burst_end(last) + self._timing.settle
-            settled = max(last + self.settle, min(drained, last + self.period - length - guard))
+            settled = max(last + self.settle, min(drained, due - length - guard))
             if now < settled:
                 # The settle period, a named quiet period: the reconciles of a resync burst
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
                 self.sentinel.quiet(settled - now, since=self._recorder.mark())
                 continue
+            if self._unreached(last):
+                self._wait_reached(last, until=due - length - guard)
+                now = time.monotonic()
             # The tick after the last one seen: a tick is never skipped, and one that comes
             # late (the informer's resync has jitter) has not passed because its time has.
-            due = last + self.period
             if now + length + guard < due:
                 return
             if self.wait_tick(after=due - guard) is None:
                 return  # the resync stopped: nothing left to keep clear of
+
+    def _unreached(self, tick: float) -> list[str]:
+        """The automatic Releases in this worker's namespaces that applied before `tick` and
+        that no reconcile has reached since (an automatic Release applies at each reconcile).
+        A tick's burst reaches a Release when the controller's queue does: seconds after the
+        sentinel where workers share a controller that their tests keep busy."""
+        unreached = []
+        for recorder in self._witness.recorders():
+            if recorder.namespace == self.namespace:
+                continue
+            for name, objects in _automatic_releases(self._api, recorder.namespace):
+
+                def rendered(attempt: Attempt, objects: set[tuple[str, str]] = objects) -> bool:
+                    return not_by_suite(attempt) and (attempt.kind.kind, attempt.name) in objects
+
+                applies = [a.at for a in recorder.attempts(dry_run=False, where=rendered)]
+                if applies and applies[-1] < tick:
+                    unreached.append(f"{recorder.namespace}/{name}")
+        return unreached
+
+    def _wait_reached(self, tick: float, *, until: float) -> None:
+        """Wait, until `until` at most, for the tick's burst to reach this worker's automatic
+        Releases: a slot that began before would see the reconcile of that tick."""
+        try:
+            poll_until(
+                lambda: not self._unreached(tick),
+                timeout=until - REACH_STEP - time.monotonic(),
+                step=REACH_STEP,
+                failure=lambda: TimeoutError(", ".join(self._unreached(tick))),
+            )
+        except TimeoutError as unreached:
+            log.warning("the resync's burst has not reached %s; the slot starts anyway", unreached)
 
     def tick_explaining(self, at: float) -> float | None:
         """The tick whose resync burst a controller write at `at` is part of, None if none:

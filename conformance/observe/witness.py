@@ -551,13 +551,18 @@ class Witness:
             recorder = self._recorders.get(request.get("namespace") or "", self.strays)
         return recorder.review(request, at, wall)
 
+    def recorders(self) -> list[Recorder]:
+        """The recorders of the namespaces the witness watches now."""
+        with self._lock:
+            return list(self._recorders.values())
+
     def times(self, *, since: float, where: Callable[[Attempt], bool]) -> list[float]:
         """The times of the attempts `where` accepts since `since`, in every namespace the
         witness watches (its status writes too), in order."""
-        with self._lock:
-            recorders = list(self._recorders.values())
         return sorted(
-            a.at for r in recorders for a in r.attempts(since=since, subresource=None, where=where)
+            a.at
+            for r in self.recorders()
+            for a in r.attempts(since=since, subresource=None, where=where)
         )
 
     # -- watching a namespace ----------------------------------------------------------------

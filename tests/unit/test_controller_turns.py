@@ -155,3 +155,10 @@ def test_the_long_phases_restart_is_the_last_restart_of_every_worker(tmp_path: P
     worker.join(DEADLINE)
     assert at > 0.0
     assert ControllerTurns("run", tmp_path).last_restart() == at
+
+
+def test_workers_share_their_resync_ticks_each_once(tmp_path: Path) -> None:
+    first, second = ControllerTurns("run", tmp_path), ControllerTurns("run", tmp_path)
+    assert first.share_ticks([100.5, 130.4]) == [100.5, 130.4]
+    assert second.share_ticks([100.1]) == [100.1, 100.5, 130.4]
+    assert first.share_ticks([100.5, 130.4, 160.2]) == [100.1, 100.5, 130.4, 160.2]
