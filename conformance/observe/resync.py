@@ -44,11 +44,16 @@ def next_tick_due(recent: list[float], last: float, period: float) -> float:
     return min(tick + (round((last - tick) / period) + 1) * period for tick in phases)
 
 
-def _automatic_releases(
+#: the Applied reasons of a Release whose reconciles apply: an automatic one in any other
+#: state (waiting, held, pinned, its source not ready) may apply nothing at a resync
+APPLYING = {"Applied", "DeployFailed", "PruneFailed"}
+
+
+def _applying_releases(
     api: client.ApiClient, namespace: str
 ) -> Iterator[tuple[str, set[tuple[str, str]]]]:
-    """The automatic Releases in `namespace` that are not being deleted, each with the (kind,
-    name) of the objects its status says it applied."""
+    """The automatic Releases in `namespace` whose reconciles apply, and that are not being
+    deleted, each with the (kind, name) of the objects its status says it applied."""
     resource = dynamic_api(api).resources.get(api_version=API_VERSION, kind="Release")
     try:
         items = resource.get(namespace=namespace).to_dict()["items"]
@@ -56,8 +61,11 @@ def _automatic_releases(
         return
     for item in items:
         automatic = ((item.get("spec") or {}).get("syncPolicy") or {}).get("automatic") is True
-        if automatic and not item["metadata"].get("deletionTimestamp"):
-            applied = (item.get("status") or {}).get("appliedObjects") or []
+        status = item.get("status") or {}
+        conditions = status.get("conditions") or []
+        reasons = {c.get("reason") for c in conditions if c.get("type") == "Applied"}
+        if automatic and reasons & APPLYING and not item["metadata"].get("deletionTimestamp"):
+            applied = status.get("appliedObjects") or []
             yield item["metadata"]["name"], {(o["kind"], o["name"]) for o in applied}
 
 
@@ -202,15 +210,15 @@ class ResyncClock:
                 return  # the resync stopped: nothing left to keep clear of
 
     def _unreached(self, tick: float) -> list[str]:
-        """The automatic Releases in this worker's namespaces that applied before `tick` and
-        that no reconcile has reached since (an automatic Release applies at each reconcile).
+        """The applying automatic Releases in this worker's namespaces that applied before
+        `tick` and that no reconcile has reached since (one applies at each reconcile).
         A tick's burst reaches a Release when the controller's queue does: seconds after the
         sentinel where workers share a controller that their tests keep busy."""
         unreached = []
         for recorder in self._witness.recorders():
             if recorder.namespace == self.namespace:
                 continue
-            for name, objects in _automatic_releases(self._api, recorder.namespace):
+            for name, objects in _applying_releases(self._api, recorder.namespace):
 
                 def rendered(attempt: Attempt, objects: set[tuple[str, str]] = objects) -> bool:
                     return not_by_suite(attempt) and (attempt.kind.kind, attempt.name) in objects
