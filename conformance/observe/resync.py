@@ -211,7 +211,8 @@ class ResyncClock:
 
     def _unreached(self, tick: float) -> list[str]:
         """The applying automatic Releases in this worker's namespaces that applied before
-        `tick` and that no reconcile has reached since (one applies at each reconcile).
+        `tick` and that no reconcile has reached since: each reconcile of one applies, or
+        dry-runs the apply (a refused dry run ends it).
         A tick's burst reaches a Release when the controller's queue does: seconds after the
         sentinel where workers share a controller that their tests keep busy."""
         unreached = []
@@ -223,8 +224,8 @@ class ResyncClock:
                 def rendered(attempt: Attempt, objects: set[tuple[str, str]] = objects) -> bool:
                     return not_by_suite(attempt) and (attempt.kind.kind, attempt.name) in objects
 
-                applies = [a.at for a in recorder.attempts(dry_run=False, where=rendered)]
-                if applies and applies[-1] < tick:
+                attempts = [a.at for a in recorder.attempts(where=rendered)]
+                if attempts and attempts[-1] < tick:
                     unreached.append(f"{recorder.namespace}/{name}")
         return unreached
 
