@@ -199,8 +199,11 @@ class ResyncClock:
                 # drain. A tick meanwhile ends it early; the loop then settles after that one.
                 self.sentinel.quiet(settled - now, since=self._recorder.mark())
                 continue
-            if self._unreached(last):
-                self._wait_reached(last, until=due - length - guard)
+            # The resync itself came a period before the next one is due: a Release's
+            # reconcile of it may come before the sentinel's.
+            resynced = due - self.period - guard
+            if self._unreached(resynced):
+                self._wait_reached(resynced, until=due - length - guard)
                 now = time.monotonic()
             # The tick after the last one seen: a tick is never skipped, and one that comes
             # late (the informer's resync has jitter) has not passed because its time has.
@@ -209,10 +212,10 @@ class ResyncClock:
             if self.wait_tick(after=due - guard) is None:
                 return  # the resync stopped: nothing left to keep clear of
 
-    def _unreached(self, tick: float) -> list[str]:
+    def _unreached(self, resynced: float) -> list[str]:
         """The applying automatic Releases in this worker's namespaces that applied before
-        `tick` and that no reconcile has reached since: each reconcile of one applies, or
-        dry-runs the apply (a refused dry run ends it).
+        the resync at `resynced` and that no reconcile has reached since: each reconcile of
+        one applies, or dry-runs the apply (a refused dry run ends it).
         A tick's burst reaches a Release when the controller's queue does: seconds after the
         sentinel where workers share a controller that their tests keep busy."""
         unreached = []
@@ -225,19 +228,19 @@ class ResyncClock:
                     return not_by_suite(attempt) and (attempt.kind.kind, attempt.name) in objects
 
                 attempts = [a.at for a in recorder.attempts(where=rendered)]
-                if attempts and attempts[-1] < tick:
+                if attempts and attempts[-1] < resynced:
                     unreached.append(f"{recorder.namespace}/{name}")
         return unreached
 
-    def _wait_reached(self, tick: float, *, until: float) -> None:
-        """Wait, until `until` at most, for the tick's burst to reach this worker's automatic
-        Releases: a slot that began before would see the reconcile of that tick."""
+    def _wait_reached(self, resynced: float, *, until: float) -> None:
+        """Wait, until `until` at most, for the resync's burst to reach this worker's automatic
+        Releases: a slot that began before would see the reconcile of that resync."""
         try:
             poll_until(
-                lambda: not self._unreached(tick),
+                lambda: not self._unreached(resynced),
                 timeout=until - REACH_STEP - time.monotonic(),
                 step=REACH_STEP,
-                failure=lambda: TimeoutError(", ".join(self._unreached(tick))),
+                failure=lambda: TimeoutError(", ".join(self._unreached(resynced))),
             )
         except TimeoutError as unreached:
             log.warning("the resync's burst has not reached %s; the slot starts anyway", unreached)
