@@ -470,12 +470,14 @@ class App:
 
     def target_writes(self, *, since: float | None = None) -> list[Attempt]:
         """The controller's writes of any object in the target (its render's, a hook's), dry
-        runs too: what is not the Release, its inventory, an Event or the suite's source."""
+        runs too: what is not the Release, its inventory, an Event, what Kubernetes writes in
+        every namespace, or the suite's source."""
 
         def of_the_target(attempt: Attempt) -> bool:
             return (
                 not_by_suite(attempt)
                 and attempt.kind.kind not in NOT_TARGET_KINDS
+                and (attempt.kind.kind, attempt.name) not in KUBERNETES_OWN
                 and attempt.name != self.source_name
             )
 
@@ -709,6 +711,10 @@ DISTANT_RETRY = {"initial": "10m"}
 
 #: Kinds a controller writes in a Release's namespace that are not its target's objects.
 NOT_TARGET_KINDS = ("Release", "ReleaseInventory", "Event")
+
+#: What Kubernetes writes in every new namespace (kube-controller-manager's root CA publisher
+#: and service account controller), on kind while a test runs: no controller's target.
+KUBERNETES_OWN = (("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default"))
 
 
 #: The conditions the API reference defines; a controller may write others (kstatus's
