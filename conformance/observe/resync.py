@@ -19,7 +19,7 @@ from kubernetes.client import ApiException
 
 from conformance.harness.namespaces import RUN_LABEL, delete_namespace
 from conformance.kube import dynamic_api
-from conformance.observe.releases import App, Releases, not_by_suite
+from conformance.observe.releases import App, Releases, condition, not_by_suite
 from conformance.observe.witness import Attempt, Witness, WitnessTimeout
 from conformance.polling import poll_until
 from conformance.timing import Timing
@@ -61,11 +61,9 @@ def _applying_releases(
         return
     for item in items:
         automatic = ((item.get("spec") or {}).get("syncPolicy") or {}).get("automatic") is True
-        status = item.get("status") or {}
-        conditions = status.get("conditions") or []
-        reasons = {c.get("reason") for c in conditions if c.get("type") == "Applied"}
-        if automatic and reasons & APPLYING and not item["metadata"].get("deletionTimestamp"):
-            applied = status.get("appliedObjects") or []
+        reason = (condition(item) or {}).get("reason")
+        if automatic and reason in APPLYING and not item["metadata"].get("deletionTimestamp"):
+            applied = item["status"].get("appliedObjects") or []
             yield item["metadata"]["name"], {(o["kind"], o["name"]) for o in applied}
 
 
@@ -201,10 +199,8 @@ class ResyncClock:
                 continue
             # The resync itself came a period before the next one is due: a Release's
             # reconcile of it may come before the sentinel's.
-            resynced = due - self.period - guard
-            if self._unreached(resynced):
-                self._wait_reached(resynced, until=due - length - guard)
-                now = time.monotonic()
+            self._wait_reached(due - self.period - guard, until=due - length - guard)
+            now = time.monotonic()
             # The tick after the last one seen: a tick is never skipped, and one that comes
             # late (the informer's resync has jitter) has not passed because its time has.
             if now + length + guard < due:
@@ -234,7 +230,8 @@ class ResyncClock:
 
     def _wait_reached(self, resynced: float, *, until: float) -> None:
         """Wait, until `until` at most, for the resync's burst to reach this worker's automatic
-        Releases: a slot that began before would see the reconcile of that resync."""
+        Releases (at once when it has): a slot that began before would see the reconcile of
+        that resync."""
         try:
             poll_until(
                 lambda: not self._unreached(resynced),
